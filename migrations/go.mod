@@ -1,0 +1,3 @@
+module handoff/migrations
+
+go 1.26.8

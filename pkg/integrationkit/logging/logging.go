@@ -1,0 +1,46 @@
+// Package logging builds the JSON slog logger of the services and carries one
+// correlation id through a request's context into every log line written under it.
+package logging
+
+import (
+	"context"
+	"io"
+	"log/slog"
+)
+
+type ctxKey struct{}
+
+// WithCorrelationID returns ctx carrying id.
+func WithCorrelationID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// CorrelationID returns the id carried by ctx, or "".
+func CorrelationID(ctx context.Context) string {
+	id, _ := ctx.Value(ctxKey{}).(string)
+	return id
+}
+
+// New returns a JSON logger writing to w at level that adds correlation_id to every
+// record logged with a context that carries one, and service to every record.
+func New(w io.Writer, service string, level slog.Leveler) *slog.Logger {
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+	return slog.New(correlated{h}).With("service", service)
+}
+
+type correlated struct{ slog.Handler }
+
+func (c correlated) Handle(ctx context.Context, r slog.Record) error {
+	if id := CorrelationID(ctx); id != "" {
+		r.AddAttrs(slog.String("correlation_id", id))
+	}
+	return c.Handler.Handle(ctx, r)
+}
+
+func (c correlated) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return correlated{c.Handler.WithAttrs(attrs)}
+}
+
+func (c correlated) WithGroup(name string) slog.Handler {
+	return correlated{c.Handler.WithGroup(name)}
+}

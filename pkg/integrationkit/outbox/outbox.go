@@ -1,0 +1,109 @@
+// Package outbox is the transactional outbox: a service writes an event in the same
+// transaction as its business change (Enqueue takes the caller's bun.IDB), and a
+// dispatcher later claims, leases and settles it.
+//
+// The table, named by the service (e.g. finance_outbox), must have the columns of
+// migrations/finance/000001_init.up.sql: id, event_type, payload, idempotency_key
+// (UNIQUE), destination, aggregate_key, aggregate_seq (UNIQUE with aggregate_key),
+// correlation_id, delivery_status, delivery_attempts, request_count, last_attempt_at,
+// next_attempt_at, delivered_at, created_at, lease_owner, lease_token,
+// lease_expires_at, last_error, last_status_code, failed_reason; and a table
+// <name>_attempts with one row per request.
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
+)
+
+// Status values of delivery_status.
+const (
+	StatusPending   = "pending"
+	StatusDelivered = "delivered"
+	StatusFailed    = "failed"
+)
+
+// ErrDuplicate means an event with the same idempotency key is already stored:
+// the second copy was not written.
+var ErrDuplicate = errors.New("outbox: event with this idempotency key already exists")
+
+// Event is what a service hands the outbox. The kit knows nothing of its meaning.
+type Event struct {
+	// Type names the event, e.g. "order.created".
+	Type string
+	// AggregateKey groups events that must be delivered in order (one business object).
+	AggregateKey string
+	// Sequence is the event's 1-based position within its aggregate. The caller assigns
+	// it while holding the aggregate's row lock in the writing transaction, so a later
+	// event can never commit before an earlier one.
+	Sequence int64
+	// IdempotencyKey is sent as X-Idempotency-Key on every attempt; stable and unique.
+	IdempotencyKey string
+	// Destination is the URL the event is delivered to.
+	Destination string
+	// Payload is marshalled to JSON and delivered as the envelope's data.
+	Payload any
+	// CorrelationID ties the event to the request that caused it (logs, X-Request-ID).
+	CorrelationID string
+}
+
+// Store reads and writes one outbox table.
+type Store struct {
+	table    string
+	attempts string
+	channel  string
+}
+
+var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
+
+// NewStore returns the store of table; NOTIFY goes to a channel of the same name.
+func NewStore(table string) (*Store, error) {
+	if !identifier.MatchString(table) {
+		return nil, fmt.Errorf("outbox: table name %q is not a plain lowercase identifier", table)
+	}
+	return &Store{table: table, attempts: table + "_attempts", channel: table}, nil
+}
+
+// Table is the outbox table's name.
+func (s *Store) Table() string { return s.table }
+
+// Channel is the LISTEN/NOTIFY channel that Enqueue notifies.
+func (s *Store) Channel() string { return s.channel }
+
+// Enqueue writes ev in the caller's transaction and notifies dispatchers; the notice
+// is delivered by PostgreSQL only when that transaction commits.
+func (s *Store) Enqueue(ctx context.Context, db bun.IDB, ev Event) (uuid.UUID, error) {
+	if ev.Type == "" || ev.AggregateKey == "" || ev.IdempotencyKey == "" || ev.Destination == "" || ev.Sequence < 1 {
+		return uuid.Nil, fmt.Errorf("outbox: event needs type, aggregate key, sequence ≥ 1, idempotency key and destination")
+	}
+	payload, err := json.Marshal(ev.Payload)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("outbox: marshal payload: %w", err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("outbox: new id: %w", err)
+	}
+	_, err = db.NewRaw(`INSERT INTO ? (id, event_type, payload, idempotency_key, destination,
+		aggregate_key, aggregate_seq, correlation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		bun.Ident(s.table), id, ev.Type, string(payload), ev.IdempotencyKey, ev.Destination,
+		ev.AggregateKey, ev.Sequence, ev.CorrelationID).Exec(ctx)
+	if err != nil {
+		if pgdb.IsUniqueViolation(err) {
+			return uuid.Nil, fmt.Errorf("%w: %s", ErrDuplicate, ev.IdempotencyKey)
+		}
+		return uuid.Nil, fmt.Errorf("outbox: insert: %w", err)
+	}
+	if _, err := db.NewRaw(`SELECT pg_notify(?, '')`, s.channel).Exec(ctx); err != nil {
+		return uuid.Nil, fmt.Errorf("outbox: notify: %w", err)
+	}
+	return id, nil
+}

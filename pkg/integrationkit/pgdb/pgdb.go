@@ -1,0 +1,65 @@
+// Package pgdb opens bun databases on the pgx driver, applies embedded golang-migrate
+// migrations and classifies PostgreSQL errors.
+package pgdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+)
+
+// Open connects to the PostgreSQL database at url and checks that it answers.
+// maxConns bounds the pool (0 keeps database/sql's default of unlimited).
+func Open(ctx context.Context, url string, maxConns int) (*bun.DB, error) {
+	sqldb, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if maxConns > 0 {
+		sqldb.SetMaxOpenConns(maxConns)
+		sqldb.SetMaxIdleConns(maxConns)
+	}
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	db := bun.NewDB(sqldb, pgdialect.New())
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		return nil, errors.Join(fmt.Errorf("ping database: %w", err), db.Close())
+	}
+	return db, nil
+}
+
+// PostgreSQL SQLSTATE codes the kit and the services act on.
+const (
+	CodeUniqueViolation      = "23505"
+	CodeSerializationFailure = "40001"
+	CodeDeadlockDetected     = "40P01"
+)
+
+// Code returns the SQLSTATE of a PostgreSQL error anywhere in err's chain, or "".
+func Code(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// IsUniqueViolation reports whether err is a PostgreSQL unique_violation.
+func IsUniqueViolation(err error) bool { return Code(err) == CodeUniqueViolation }
+
+// ConstraintName returns the name of the constraint a PostgreSQL error names, or "".
+func ConstraintName(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.ConstraintName
+	}
+	return ""
+}

@@ -1,0 +1,180 @@
+// Package pgtest gives each test a fresh PostgreSQL database cloned from a template
+// that was migrated once per migration set, so tests run in parallel against the real
+// server without sharing state.
+//
+// The server is the one at TEST_DATABASE_URL (a URL of any database on it, used for
+// administration), by default postgres://postgres@127.0.0.1:5432/postgres.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
+)
+
+// DefaultAdminURL is used when TEST_DATABASE_URL is unset.
+const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// AdminURL returns the URL tests use to create and drop databases.
+func AdminURL() string {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultAdminURL
+}
+
+var templates sync.Map // template name -> *sync.Once-guarded result
+
+type templateResult struct {
+	once sync.Once
+	err  error
+}
+
+// NewURL creates a fresh database migrated with src and returns its URL; the database
+// is dropped when the test ends. name is a short label of the migration set.
+func NewURL(t testing.TB, name string, src fs.FS) string {
+	t.Helper()
+	ctx := context.Background()
+	tmpl, err := templateName(name, src)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	r, _ := templates.LoadOrStore(tmpl, &templateResult{})
+	res := r.(*templateResult)
+	res.once.Do(func() { res.err = ensureTemplate(ctx, tmpl, src) })
+	if res.err != nil {
+		t.Fatalf("pgtest: template %s: %v", tmpl, res.err)
+	}
+
+	dbName := "t_" + name + "_" + randomHex(8)
+	if err := adminExec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`,
+		pgx.Identifier{dbName}.Sanitize(), pgx.Identifier{tmpl}.Sanitize())); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		err := adminExec(context.Background(), fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`,
+			pgx.Identifier{dbName}.Sanitize()))
+		if err != nil {
+			t.Errorf("pgtest: drop database %s: %v", dbName, err)
+		}
+	})
+	return withDatabase(AdminURL(), dbName)
+}
+
+// NewDB is NewURL plus an open bun database, closed when the test ends.
+func NewDB(t testing.TB, name string, src fs.FS) (*bun.DB, string) {
+	t.Helper()
+	u := NewURL(t, name, src)
+	db, err := pgdb.Open(context.Background(), u, 20)
+	if err != nil {
+		t.Fatalf("pgtest: open: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db, u
+}
+
+// templateName derives a name from the migration files' content, so a changed
+// migration gets a new template instead of a stale one.
+func templateName(name string, src fs.FS) (string, error) {
+	h := sha256.New()
+	var files []string
+	err := fs.WalkDir(src, ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("read migrations: %w", err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := fs.ReadFile(src, f)
+		if err != nil {
+			return "", fmt.Errorf("read migrations: %w", err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
+		h.Write(b)
+	}
+	return "tmpl_" + name + "_" + hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// ensureTemplate creates and migrates the template once across every test process:
+// an advisory lock serialises creators, and the template is renamed into place only
+// after its migrations succeeded.
+func ensureTemplate(ctx context.Context, tmpl string, src fs.FS) error {
+	conn, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		return fmt.Errorf("connect %s: %w", redact(AdminURL()), err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('pgtest:' || $1))`, tmpl); err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, tmpl).Scan(&exists); err != nil {
+		return fmt.Errorf("look up template: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	building := tmpl + "_wip"
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, pgx.Identifier{building}.Sanitize())); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s`, pgx.Identifier{building}.Sanitize())); err != nil {
+		return err
+	}
+	if err := pgdb.Migrate(withDatabase(AdminURL(), building), src); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s RENAME TO %s`,
+		pgx.Identifier{building}.Sanitize(), pgx.Identifier{tmpl}.Sanitize()))
+	return err
+}
+
+func adminExec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		return fmt.Errorf("connect %s: %w", redact(AdminURL()), err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+func withDatabase(raw, db string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		panic(fmt.Sprintf("pgtest: bad TEST_DATABASE_URL: %v", err))
+	}
+	u.Path = "/" + db
+	return u.String()
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable url>"
+	}
+	return u.Redacted()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
