@@ -1,0 +1,87 @@
+package delivery
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"time"
+
+	"handoff/pkg/integrationkit/backoff"
+)
+
+// Config tunes a Dispatcher. Zero fields take the defaults of SPEC §2.1.
+type Config struct {
+	// Owner names this replica in leases (default: hostname and pid).
+	Owner string
+	// Interval is the safety-net poll, a robfig/cron "@every" tick (default 5 s).
+	Interval time.Duration
+	// Batch is the most events claimed at once (default 100).
+	Batch int
+	// Concurrency bounds requests in flight (default 16).
+	Concurrency int
+	// Lease is how long a claim stays with this replica (default 30 s); it must exceed
+	// Timeout so a live request is never reclaimed.
+	Lease time.Duration
+	// Timeout bounds one request, body included (default 10 s).
+	Timeout time.Duration
+	// Backoff is the full-jitter schedule (default 5s,30s,5m,30m,4h).
+	Backoff backoff.Schedule
+	// MaxAttempts counted attempts before an event is dead-lettered (default 8).
+	MaxAttempts int
+	// ShutdownGrace is how long in-flight requests may finish after the context ends
+	// (default 10 s); past it they are aborted and their leases released.
+	ShutdownGrace time.Duration
+	// MaxResponseBytes bounds how much of a response is read (default 64 KiB).
+	MaxResponseBytes int64
+}
+
+func (c Config) withDefaults() Config {
+	host, _ := os.Hostname()
+	c.Owner = cmp.Or(c.Owner, fmt.Sprintf("%s/%d", host, os.Getpid()))
+	c.Interval = cmp.Or(c.Interval, 5*time.Second)
+	c.Batch = cmp.Or(c.Batch, 100)
+	c.Concurrency = cmp.Or(c.Concurrency, 16)
+	c.Lease = cmp.Or(c.Lease, 30*time.Second)
+	c.Timeout = cmp.Or(c.Timeout, 10*time.Second)
+	if len(c.Backoff) == 0 {
+		c.Backoff = backoff.DefaultSchedule
+	}
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, 8)
+	c.ShutdownGrace = cmp.Or(c.ShutdownGrace, 10*time.Second)
+	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, 64<<10)
+	return c
+}
+
+// Validate reports the first invalid field, by name.
+func (c Config) Validate() error {
+	switch {
+	case c.Batch < 1:
+		return errors.New("delivery: Batch must be at least 1")
+	case c.Concurrency < 1:
+		return errors.New("delivery: Concurrency must be at least 1")
+	case c.MaxAttempts < 1:
+		return errors.New("delivery: MaxAttempts must be at least 1")
+	case c.Lease <= c.Timeout+time.Second:
+		return fmt.Errorf("delivery: Lease (%s) must exceed Timeout (%s) by more than a second, or live requests get reclaimed", c.Lease, c.Timeout)
+	}
+	for i, d := range c.Backoff {
+		if d <= 0 {
+			return fmt.Errorf("delivery: Backoff step %d must be positive", i+1)
+		}
+	}
+	return nil
+}
+
+// Deps are what tests replace: the logger, the randomness of jitter, and how
+// connections are dialed (the SSRF guard plugs in here).
+type Deps struct {
+	Log  *slog.Logger
+	Rand *rand.Rand
+	// Dial, when set, replaces the transport's dialer.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+}

@@ -1,0 +1,180 @@
+// Package delivery is the dispatcher: it drains an outbox table over HTTP, exactly once
+// in effect when the receiver deduplicates by X-Idempotency-Key.
+//
+// It wakes on LISTEN/NOTIFY for low latency and on a robfig/cron tick as the safety
+// net, claims due events with FOR UPDATE SKIP LOCKED in a short transaction, sends them
+// outside any transaction with bounded concurrency, and settles each attempt (with its
+// attempt row) in one statement fenced by the lease. Any number of replicas share one
+// table with no coordinator.
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/webhook"
+)
+
+// Dispatcher delivers the events of one outbox table.
+type Dispatcher struct {
+	db     *bun.DB
+	store  *outbox.Store
+	signer *webhook.Signer
+	client *http.Client
+	cfg    Config
+	log    *slog.Logger
+
+	randMu sync.Mutex
+	rand   *rand.Rand
+
+	wake chan struct{}
+}
+
+// New returns a dispatcher over store in db, signing requests with signer.
+func New(db *bun.DB, store *outbox.Store, signer *webhook.Signer, cfg Config, deps Deps) (*Dispatcher, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := deps.Rand
+	if r == nil {
+		r = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return &Dispatcher{
+		db: db, store: store, signer: signer, cfg: cfg, log: log.With("component", "dispatcher"),
+		client: newClient(cfg, deps.DialContext), rand: r,
+		wake: make(chan struct{}, 1),
+	}, nil
+}
+
+func newClient(cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	tr := &http.Transport{
+		Proxy:                  nil, // never route deliveries through an environment proxy
+		DialContext:            dial,
+		MaxIdleConns:           cfg.Concurrency * 2,
+		MaxIdleConnsPerHost:    cfg.Concurrency,
+		IdleConnTimeout:        60 * time.Second,
+		TLSHandshakeTimeout:    5 * time.Second,
+		ResponseHeaderTimeout:  cfg.Timeout,
+		MaxResponseHeaderBytes: 64 << 10,
+		ForceAttemptHTTP2:      true,
+	}
+	return &http.Client{
+		Transport: tr,
+		Timeout:   cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse // a redirect is an answer, never followed
+		},
+	}
+}
+
+// Wake asks the dispatcher to look for due events now.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers until ctx ends, then stops claiming, lets in-flight requests finish
+// within ShutdownGrace (aborting and releasing the rest) and returns nil.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	tick := cron.New()
+	if _, err := tick.AddFunc("@every "+d.cfg.Interval.String(), d.Wake); err != nil {
+		return fmt.Errorf("delivery: schedule tick: %w", err)
+	}
+	tick.Start()
+	defer tick.Stop()
+
+	listenCtx, stopListen := context.WithCancel(ctx)
+	var listenWG sync.WaitGroup
+	listenWG.Go(func() { d.listen(listenCtx) })
+	defer func() { stopListen(); listenWG.Wait() }()
+
+	// In-flight requests outlive ctx by the grace period; hard aborts them after it.
+	hard, abort := context.WithCancel(context.WithoutCancel(ctx))
+	defer abort()
+	var inflight sync.WaitGroup
+	slots := make(chan struct{}, d.cfg.Concurrency)
+
+	d.loop(ctx, hard, slots, &inflight)
+
+	done := make(chan struct{})
+	go func() { inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d.cfg.ShutdownGrace):
+		d.log.Warn("shutdown grace over, aborting in-flight deliveries")
+		abort()
+		<-done
+	}
+	return nil
+}
+
+// loop claims as many events as there are free request slots, hands each to a worker,
+// and sleeps until a notice, a tick, a finished worker or the next due time.
+func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
+	for ctx.Err() == nil {
+		free := cap(slots) - len(slots)
+		claimed := 0
+		if free > 0 {
+			recs, err := d.store.Claim(ctx, d.db, d.cfg.Owner, min(free, d.cfg.Batch), d.cfg.Lease)
+			if err != nil && ctx.Err() == nil {
+				d.log.Error("claim failed", "err", err)
+			}
+			for _, rec := range recs {
+				slots <- struct{}{}
+				inflight.Go(func() {
+					defer func() { <-slots; d.Wake() }()
+					d.deliver(hard, rec)
+				})
+			}
+			claimed = len(recs)
+		}
+		if claimed > 0 && claimed == free {
+			continue // there may be more: claim again as soon as slots free up
+		}
+		d.sleep(ctx, claimed > 0 || free == 0)
+	}
+}
+
+// sleep waits for a reason to claim again. With nothing claimed it also wakes for the
+// earliest scheduled retry, so a Retry-After of one second is honoured to the second.
+func (d *Dispatcher) sleep(ctx context.Context, busy bool) {
+	wait := d.cfg.Interval
+	if !busy {
+		if due, ok, err := d.store.NextDue(ctx, d.db); err == nil && ok && due > 0 {
+			wait = min(wait, due+10*time.Millisecond)
+		}
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-d.wake:
+	case <-t.C:
+	}
+}
+
+func (d *Dispatcher) jitter(failure int) time.Duration {
+	d.randMu.Lock()
+	defer d.randMu.Unlock()
+	return d.cfg.Backoff.FullJitter(failure, d.rand)
+}

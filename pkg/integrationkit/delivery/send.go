@@ -1,0 +1,167 @@
+package delivery
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"handoff/pkg/integrationkit/logging"
+	"handoff/pkg/integrationkit/outbox"
+)
+
+// Envelope is the JSON body of every delivery.
+type Envelope struct {
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	Sequence   int64           `json:"sequence"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// Request headers besides the Standard Webhooks ones.
+const (
+	HeaderIdempotencyKey = "X-Idempotency-Key"
+	HeaderAttempt        = "X-Attempt"
+	HeaderRequestID      = "X-Request-ID"
+)
+
+const snippetBytes = 1 << 10
+
+type response struct {
+	status   int
+	header   http.Header
+	snippet  string
+	err      error
+	started  time.Time
+	duration time.Duration
+}
+
+// deliver sends one claimed event and settles the outcome. ctx is cancelled only when
+// a shutdown's grace runs out; the request is then abandoned and its lease released.
+func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record) {
+	ctx = logging.WithCorrelationID(ctx, rec.CorrelationID)
+	res := d.send(ctx, rec)
+	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if ctx.Err() != nil && res.err != nil {
+		if err := d.store.Release(settleCtx, d.db, rec); err != nil {
+			d.log.WarnContext(ctx, "release failed; the lease will expire", "event_id", rec.ID, "err", err)
+		}
+		return
+	}
+	out := d.outcome(rec, res)
+	err := d.store.Settle(settleCtx, d.db, rec, out)
+	switch {
+	case errors.Is(err, outbox.ErrLeaseLost):
+		d.log.WarnContext(ctx, "outcome discarded: lease taken over", "event_id", rec.ID)
+		return
+	case err != nil:
+		d.log.ErrorContext(ctx, "settle failed; the lease will expire and the event be retried", "event_id", rec.ID, "err", err)
+		return
+	}
+	d.logOutcome(ctx, rec, out)
+}
+
+func (d *Dispatcher) send(ctx context.Context, rec outbox.Record) response {
+	body, err := json.Marshal(Envelope{
+		ID: rec.ID.String(), Type: rec.EventType, OccurredAt: rec.CreatedAt.UTC(),
+		Sequence: rec.Sequence, Data: rec.Payload,
+	})
+	if err != nil {
+		return response{err: fmt.Errorf("marshal envelope: %w", err), started: time.Now()}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rec.Destination, bytes.NewReader(body))
+	if err != nil {
+		return response{err: fmt.Errorf("build request: %w", err), started: time.Now()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "handoff-dispatcher/1")
+	req.Header.Set(HeaderIdempotencyKey, rec.IdempotencyKey)
+	req.Header.Set(HeaderAttempt, strconv.Itoa(rec.Requests+1))
+	req.Header.Set(HeaderRequestID, cmp.Or(rec.CorrelationID, rec.ID.String()))
+	started := time.Now()
+	d.signer.SetHeaders(req.Header, rec.ID.String(), started, body)
+
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return response{err: err, started: started, duration: time.Since(started)}
+	}
+	defer resp.Body.Close()
+	// Read at most MaxResponseBytes (after any decompression), keep the first KiB.
+	data, readErr := io.ReadAll(io.LimitReader(resp.Body, d.cfg.MaxResponseBytes))
+	res := response{status: resp.StatusCode, header: resp.Header, snippet: snippet(data),
+		started: started, duration: time.Since(started)}
+	if readErr != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		// A 2xx whose body broke off still came from a receiver that committed.
+		d.log.WarnContext(ctx, "response body cut short", "event_id", rec.ID, "err", readErr)
+	}
+	return res
+}
+
+func (d *Dispatcher) outcome(rec outbox.Record, res response) outbox.Outcome {
+	dec := Classify(res.status, res.header, res.err, time.Now())
+	out := outbox.Outcome{
+		Sent: true, StartedAt: res.started, Duration: res.duration, StatusCode: res.status,
+		Snippet: res.snippet, Label: dec.Reason, Counted: dec.Action != Retry || dec.Counted,
+	}
+	if res.err != nil {
+		out.ErrorClass = ErrorClass(res.err)
+		out.Error = truncate(res.err.Error(), 500)
+	} else if dec.Action != Deliver {
+		out.Error = fmt.Sprintf("HTTP %d", res.status)
+	}
+	attempts := rec.Attempts
+	if out.Counted {
+		attempts++
+	}
+	switch {
+	case dec.Action == Deliver:
+		out.Status = outbox.StatusDelivered
+	case dec.Action == DeadLetter:
+		out.Status, out.FailedReason = outbox.StatusFailed, dec.Reason
+	case attempts >= d.cfg.MaxAttempts && dec.Counted:
+		out.Status, out.FailedReason, out.Label = outbox.StatusFailed, "max_attempts_exhausted", "dead_letter"
+	case dec.RetryAfter > 0:
+		out.Status, out.RetryIn = outbox.StatusPending, dec.RetryAfter
+	default:
+		out.Status, out.RetryIn = outbox.StatusPending, d.jitter(attempts)
+	}
+	return out
+}
+
+func (d *Dispatcher) logOutcome(ctx context.Context, rec outbox.Record, out outbox.Outcome) {
+	attrs := []any{"event_id", rec.ID, "event_type", rec.EventType, "idempotency_key", rec.IdempotencyKey,
+		"attempt", rec.Requests + 1, "status_code", out.StatusCode, "outcome", out.Label,
+		"duration_ms", out.Duration.Milliseconds()}
+	switch out.Status {
+	case outbox.StatusDelivered:
+		d.log.InfoContext(ctx, "event delivered", attrs...)
+	case outbox.StatusFailed:
+		d.log.ErrorContext(ctx, "event dead-lettered", append(attrs, "reason", out.FailedReason, "error", out.Error)...)
+	default:
+		d.log.WarnContext(ctx, "delivery failed, will retry", append(attrs, "retry_in", out.RetryIn, "error", out.Error)...)
+	}
+}
+
+func snippet(b []byte) string {
+	if len(b) > snippetBytes {
+		b = b[:snippetBytes]
+	}
+	s := strings.ToValidUTF8(string(b), "")
+	return strings.ReplaceAll(s, "\x00", "")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}

@@ -1,0 +1,177 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// Record is a claimed event, leased to one dispatcher until LeaseToken is superseded.
+type Record struct {
+	ID             uuid.UUID       `bun:"id"`
+	EventType      string          `bun:"event_type"`
+	Payload        json.RawMessage `bun:"payload,type:jsonb"`
+	IdempotencyKey string          `bun:"idempotency_key"`
+	Destination    string          `bun:"destination"`
+	AggregateKey   string          `bun:"aggregate_key"`
+	Sequence       int64           `bun:"aggregate_seq"`
+	CorrelationID  string          `bun:"correlation_id"`
+	CreatedAt      time.Time       `bun:"created_at"`
+	// Attempts is how many attempts were counted against the budget before this claim.
+	Attempts int `bun:"delivery_attempts"`
+	// Requests is how many requests were sent before this claim; the next is Requests+1.
+	Requests   int       `bun:"request_count"`
+	LeaseToken uuid.UUID `bun:"lease_token"`
+}
+
+// ErrLeaseLost means the record's lease was taken over (it expired and another
+// dispatcher claimed the row): this dispatcher's outcome is discarded, so a late
+// worker can never overwrite a newer result.
+var ErrLeaseLost = errors.New("outbox: lease lost to another dispatcher")
+
+// Claim leases up to limit due events to owner for lease, in one statement. An event
+// is due when it is pending, its next attempt time has come, nobody holds a live lease
+// on it, and every earlier event of its aggregate is delivered: so an aggregate's
+// events go one at a time, in sequence, and a failed head holds back only its own
+// aggregate. Times come from the database's clock.
+func (s *Store) Claim(ctx context.Context, db bun.IDB, owner string, limit int, lease time.Duration) ([]Record, error) {
+	var recs []Record
+	err := db.NewRaw(`
+		WITH due AS (
+			SELECT o.id FROM ? AS o
+			WHERE o.delivery_status = 'pending'
+			  AND o.next_attempt_at <= now()
+			  AND (o.lease_expires_at IS NULL OR o.lease_expires_at < now())
+			  AND NOT EXISTS (
+				SELECT 1 FROM ? AS p
+				WHERE p.aggregate_key = o.aggregate_key
+				  AND p.aggregate_seq < o.aggregate_seq
+				  AND p.delivery_status <> 'delivered')
+			ORDER BY o.next_attempt_at
+			LIMIT ?
+			FOR UPDATE OF o SKIP LOCKED
+		)
+		UPDATE ? AS o
+		SET lease_owner = ?, lease_token = gen_random_uuid(),
+		    lease_expires_at = now() + make_interval(secs => ?)
+		FROM due WHERE o.id = due.id
+		RETURNING o.id, o.event_type, o.payload, o.idempotency_key, o.destination,
+		          o.aggregate_key, o.aggregate_seq, o.correlation_id, o.created_at,
+		          o.delivery_attempts, o.request_count, o.lease_token`,
+		bun.Ident(s.table), bun.Ident(s.table), limit,
+		bun.Ident(s.table), owner, lease.Seconds()).Scan(ctx, &recs)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+	return recs, nil
+}
+
+// Outcome is how one delivery attempt ended and what happens to the event next.
+type Outcome struct {
+	// Status is the event's new delivery_status.
+	Status string
+	// Counted spends one attempt of the budget.
+	Counted bool
+	// RetryIn is the delay, from the database's now(), before the next attempt of a
+	// pending event.
+	RetryIn time.Duration
+	// FailedReason is kept on a dead-lettered event.
+	FailedReason string
+	// Sent reports that a request went out (an attempt row is written). A deferral
+	// without a request writes no attempt row.
+	Sent       bool
+	StartedAt  time.Time
+	Duration   time.Duration
+	StatusCode int
+	ErrorClass string
+	Error      string
+	// Snippet is the start of the response body, at most 1 KiB.
+	Snippet string
+	// Label names the outcome in the attempt log (delivered, retry, dead_letter, …).
+	Label string
+}
+
+// Settle records an attempt and the event's new state in one statement, fenced by the
+// lease token: if another dispatcher took the row over, nothing is written and
+// ErrLeaseLost is returned.
+func (s *Store) Settle(ctx context.Context, db bun.IDB, rec Record, out Outcome) error {
+	counted := 0
+	if out.Counted {
+		counted = 1
+	}
+	sent := 0
+	if out.Sent {
+		sent = 1
+	}
+	var code *int
+	if out.StatusCode != 0 {
+		code = &out.StatusCode
+	}
+	var settled int
+	err := db.NewRaw(`
+		WITH upd AS (
+			UPDATE ? SET
+				delivery_status = ?,
+				delivery_attempts = delivery_attempts + ?,
+				request_count = request_count + ?,
+				last_attempt_at = CASE WHEN ? = 1 THEN now() ELSE last_attempt_at END,
+				next_attempt_at = CASE WHEN ? = 'pending' THEN now() + make_interval(secs => ?) ELSE next_attempt_at END,
+				delivered_at = CASE WHEN ? = 'delivered' THEN now() ELSE delivered_at END,
+				last_status_code = CASE WHEN ? = 1 THEN ? ELSE last_status_code END,
+				last_error = CASE WHEN ? = 1 THEN NULLIF(?, '') ELSE last_error END,
+				failed_reason = NULLIF(?, ''),
+				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+			WHERE id = ? AND lease_token = ?
+			RETURNING id, request_count
+		), ins AS (
+			INSERT INTO ? (outbox_id, attempt_no, started_at, duration_ms, status_code,
+			               error_class, error, response_snippet, outcome)
+			SELECT id, request_count, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''), ?
+			FROM upd WHERE ? = 1
+		)
+		SELECT count(*) FROM upd`,
+		bun.Ident(s.table), out.Status, counted, sent,
+		sent, out.Status, out.RetryIn.Seconds(), out.Status,
+		sent, code, sent, out.Error, out.FailedReason,
+		rec.ID, rec.LeaseToken,
+		bun.Ident(s.attempts), out.StartedAt, out.Duration.Milliseconds(), code,
+		out.ErrorClass, out.Error, out.Snippet, out.Label, sent).Scan(ctx, &settled)
+	if err != nil {
+		return fmt.Errorf("outbox: settle %s: %w", rec.ID, err)
+	}
+	if settled == 0 {
+		return fmt.Errorf("%w: %s", ErrLeaseLost, rec.ID)
+	}
+	return nil
+}
+
+// Release gives up a lease without an attempt (a dispatcher shutting down), so the
+// event is claimable again at once.
+func (s *Store) Release(ctx context.Context, db bun.IDB, rec Record) error {
+	_, err := db.NewRaw(`UPDATE ? SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+		WHERE id = ? AND lease_token = ?`, bun.Ident(s.table), rec.ID, rec.LeaseToken).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("outbox: release %s: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// NextDue returns how long until the earliest pending event's next attempt time
+// (negative or zero when one is already due), and false when nothing is pending.
+func (s *Store) NextDue(ctx context.Context, db bun.IDB) (time.Duration, bool, error) {
+	var secs *float64
+	err := db.NewRaw(`SELECT EXTRACT(EPOCH FROM (min(next_attempt_at) - now()))::float8
+		FROM ? WHERE delivery_status = 'pending'`, bun.Ident(s.table)).Scan(ctx, &secs)
+	if err != nil {
+		return 0, false, fmt.Errorf("outbox: next due: %w", err)
+	}
+	if secs == nil {
+		return 0, false, nil
+	}
+	return time.Duration(*secs * float64(time.Second)), true, nil
+}
