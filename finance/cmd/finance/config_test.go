@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestInvalidConfigNamesTheVariable(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"DISPATCH_BATCH":        "zero",
+		"DISPATCH_CONCURRENCY":  "-3",
+		"DISPATCH_INTERVAL":     "soon",
+		"DISPATCH_BACKOFF":      "5s,never",
+		"DISPATCH_MAX_ATTEMPTS": "0",
+		"DISPATCH_LEASE":        "5s",
+		"MIGRATE_ON_START":      "maybe",
+		"LOGISTICS_WEBHOOK_URL": "ftp://example.com/x",
+		"API_TOKENS":            "boss:0123456789abcdef",
+		"WEBHOOK_SECRET":        "not-a-secret",
+		"DATABASE_URL":          "mysql://x",
+		"LOG_LEVEL":             "loud",
+	}
+	for name, value := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			lookup := func(k string) (string, bool) {
+				if k == name {
+					return value, true
+				}
+				return "", false
+			}
+			var out bytes.Buffer
+			err := run(context.Background(), []string{"serve"}, lookup, &out, &out)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), name)
+			require.NotContains(t, err.Error(), "\n", "one line")
+		})
+	}
+}
+
+func TestDefaultsAreValid(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseConfig(func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:8081", cfg.HTTPAddr)
+	require.Equal(t, "http://127.0.0.1:8082/webhooks/finance", cfg.WebhookURL)
+	require.Equal(t, 100, cfg.Dispatch.Batch)
+	require.True(t, cfg.MigrateOnStart)
+}
+
+func TestHelpListsEveryVariable(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"--help"}, nil, &out, &out))
+	for _, v := range []string{"DATABASE_URL", "HTTP_ADDR", "API_TOKENS", "WEBHOOK_SECRET", "LOGISTICS_WEBHOOK_URL",
+		"DISPATCH_BATCH", "DISPATCH_LEASE", "DISPATCH_BACKOFF", "DISPATCH_MAX_ATTEMPTS", "MIGRATE_ON_START"} {
+		require.True(t, strings.Contains(out.String(), v), v)
+	}
+}

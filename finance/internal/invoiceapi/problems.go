@@ -1,0 +1,56 @@
+package invoiceapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"handoff/finance/internal/invoice"
+	"handoff/pkg/integrationkit/problem"
+)
+
+// domainProblems maps each domain error to its answer. The slugs are the API's
+// stable contract; clients switch on them.
+var domainProblems = []struct {
+	err    error
+	status int
+	slug   string
+	detail string
+}{
+	{invoice.ErrNotFound, http.StatusNotFound, "invoice-not-found", "no invoice has this id"},
+	{invoice.ErrAlreadyPaid, http.StatusConflict, "invoice-already-paid", "the invoice is already paid or refunded; nothing was recorded"},
+	{invoice.ErrAmountExceedsBalance, http.StatusUnprocessableEntity, "amount-exceeds-balance", "the amount exceeds what remains to be paid on the invoice"},
+	{invoice.ErrPaymentExists, http.StatusConflict, "payment-exists", "a payment with this payment_id is already recorded"},
+	{invoice.ErrNotPaid, http.StatusConflict, "invoice-not-paid", "only a paid invoice can be refunded"},
+	{invoice.ErrAlreadyRefunded, http.StatusConflict, "invoice-already-refunded", "the invoice is already refunded"},
+	{invoice.ErrRefundExists, http.StatusConflict, "refund-exists", "a refund with this refund_id is already recorded"},
+}
+
+// mapErrors turns the errors a handler returns into problems, in this one place;
+// errors it does not know stay as they are and become a logged 500.
+func mapErrors(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return problemFor(h(c))
+	}
+}
+
+func problemFor(err error) error {
+	if err == nil {
+		return nil
+	}
+	var invalid *invoice.ValidationError
+	if errors.As(err, &invalid) {
+		fields := make([]problem.FieldError, len(invalid.Fields))
+		for i, f := range invalid.Fields {
+			fields[i] = problem.FieldError(f)
+		}
+		return problem.Invalid("the request is not valid", fields...)
+	}
+	for _, m := range domainProblems {
+		if errors.Is(err, m.err) {
+			return problem.New(m.status, m.slug, m.detail)
+		}
+	}
+	return err
+}

@@ -1,0 +1,59 @@
+package invoiceapi
+
+import (
+	"encoding/base64"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"handoff/finance/internal/invoice"
+	"handoff/pkg/integrationkit/problem"
+)
+
+// cursorPrefix versions the cursor, so its encoding can change without old
+// cursors being misread.
+const cursorPrefix = "v1:"
+
+// encodeCursor makes the opaque cursor of the page after the invoice with seq.
+func encodeCursor(seq int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(seq, 10)))
+}
+
+func decodeCursor(s string) (int64, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, false
+	}
+	digits, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	if !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(digits, 10, 64)
+	return seq, err == nil && seq > 0
+}
+
+// parseFilter reads ?status=&customer=&limit=&cursor=. Values that are not even of
+// the right form are refused here; the domain checks the rest.
+func parseFilter(q url.Values) (invoice.Filter, error) {
+	f := invoice.Filter{Status: invoice.Status(q.Get("status")), CustomerID: q.Get("customer")}
+	var bad []problem.FieldError
+	if s := q.Get("limit"); q.Has("limit") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > invoice.MaxLimit {
+			bad = append(bad, problem.FieldError{Field: "limit",
+				Detail: "must be an integer between 1 and " + strconv.Itoa(invoice.MaxLimit)})
+		}
+		f.Limit = n
+	}
+	if s := q.Get("cursor"); s != "" {
+		seq, ok := decodeCursor(s)
+		if !ok {
+			bad = append(bad, problem.FieldError{Field: "cursor", Detail: "is not a cursor of this list"})
+		}
+		f.BeforeSeq = seq
+	}
+	if len(bad) > 0 {
+		return invoice.Filter{}, problem.Invalid("the query is not valid", bad...)
+	}
+	return f, nil
+}

@@ -1,0 +1,149 @@
+// Package idempotency implements Stripe-style Idempotency-Key handling for echo: the
+// first response to a POST carrying the header is stored with a hash of the request,
+// and a retry with the same key gets that response again instead of running the
+// handler a second time.
+//
+// For one principal and one key:
+//   - first use: the handler runs; its response (status, the headers it set, body) is
+//     stored, then sent. A 5xx answer or a panic is not stored, so a retry runs again.
+//   - same key, same request, first one finished: the stored response byte for byte,
+//     with the header Idempotent-Replayed: true.
+//   - same key, different request (method, path with query, or body): 422.
+//   - same key while the first is still running: 409 with Retry-After: 1, unless the
+//     first has held the key longer than Config.AbandonAfter (its process presumably
+//     died); then this request takes the key over atomically and runs.
+//   - a key older than Config.TTL counts as absent; Purge deletes such keys.
+//
+// Responses are buffered and sent only after they are stored, so a client that
+// retries after receiving an answer always gets the replay. Streaming handlers
+// (Flush) cannot sit behind the middleware.
+//
+// The table (default idempotency_keys) needs the columns principal text, key text,
+// request_hash bytea, state text ('in_flight' or 'done'), response_status int,
+// response_headers jsonb, response_body bytea, locked_at timestamptz and
+// created_at timestamptz, with PRIMARY KEY (principal, key).
+package idempotency
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/auth"
+)
+
+// Header names of the protocol.
+const (
+	// HeaderKey carries the client's idempotency key.
+	HeaderKey = "Idempotency-Key"
+	// HeaderReplayed is set to "true" on a response replayed from the store.
+	HeaderReplayed = "Idempotent-Replayed"
+)
+
+// MaxKeyLength is the longest accepted key, in bytes.
+const MaxKeyLength = 255
+
+// Defaults of Config.
+const (
+	DefaultTable        = "idempotency_keys"
+	DefaultTTL          = 24 * time.Hour
+	DefaultAbandonAfter = time.Minute
+	DefaultMaxBodyBytes = 1 << 20
+)
+
+// Config configures a Middleware; zero fields take the defaults.
+type Config struct {
+	// Table is the key table's name (default idempotency_keys).
+	Table string
+	// TTL is how long a key is remembered (default 24 h); older keys count as absent.
+	TTL time.Duration
+	// AbandonAfter is how long a request may hold its key before another request with
+	// the same key may take it over (default 1 min). It must exceed the longest
+	// handler run, e.g. the server's write timeout.
+	AbandonAfter time.Duration
+	// MaxBodyBytes bounds the request body that is read and hashed (default 1 MiB);
+	// a larger body is refused with 413.
+	MaxBodyBytes int64
+	// Principal scopes keys to a caller (default auth.Principal), so two callers
+	// cannot see each other's responses.
+	Principal func(echo.Context) string
+	// Logger receives failures to store or release a key (default: discarded).
+	Logger *slog.Logger
+}
+
+var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
+
+func (c Config) withDefaults() Config {
+	c.Table = cmp.Or(c.Table, DefaultTable)
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.AbandonAfter = cmp.Or(c.AbandonAfter, DefaultAbandonAfter)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	if c.Principal == nil {
+		c.Principal = auth.Principal
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first invalid field of a defaulted config.
+func (c Config) Validate() error {
+	switch {
+	case !identifier.MatchString(c.Table):
+		return fmt.Errorf("idempotency: Table %q is not a plain lowercase identifier", c.Table)
+	case c.TTL < 0:
+		return errors.New("idempotency: TTL must be positive")
+	case c.AbandonAfter < 0:
+		return errors.New("idempotency: AbandonAfter must be positive")
+	case c.MaxBodyBytes < 0:
+		return errors.New("idempotency: MaxBodyBytes must be positive")
+	}
+	return nil
+}
+
+// Middleware stores and replays responses of requests that carry an Idempotency-Key.
+type Middleware struct {
+	cfg   Config
+	store store
+}
+
+// New returns the middleware over db with cfg's zero fields defaulted.
+func New(db bun.IDB, cfg Config) (*Middleware, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Middleware{cfg: cfg, store: store{db: db, table: cfg.Table}}, nil
+}
+
+// Handler returns the echo middleware. It acts on POST requests with the header and
+// passes every other request through untouched. Mount it after authentication, so
+// the principal is known.
+func (m *Middleware) Handler() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			values := req.Header.Values(HeaderKey)
+			if req.Method != http.MethodPost || len(values) == 0 {
+				return next(c)
+			}
+			key, err := parseKey(values)
+			if err != nil {
+				return err
+			}
+			hash, err := hashRequest(c, m.cfg.MaxBodyBytes)
+			if err != nil {
+				return err
+			}
+			return m.serve(c, next, keyRef{principal: m.cfg.Principal(c), key: key}, hash)
+		}
+	}
+}

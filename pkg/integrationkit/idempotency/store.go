@@ -1,0 +1,151 @@
+package idempotency
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+const (
+	stateInFlight = "in_flight"
+	stateDone     = "done"
+	purgeBatch    = 1000
+)
+
+// keyRef names one key of one principal.
+type keyRef struct {
+	principal string
+	key       string
+}
+
+// record is a stored key as a later request sees it.
+type record struct {
+	hash    []byte
+	state   string
+	status  int
+	headers http.Header
+	body    []byte
+}
+
+// store holds the SQL of the key table. Every time that decides expiry or
+// abandonment is the database's, so replicas with skewed clocks agree.
+type store struct {
+	db    bun.IDB
+	table string
+}
+
+// acquire claims the key for this request: a new key is inserted in_flight; an
+// expired key, or an in_flight key of the same request abandoned for longer than
+// abandon, is taken over in the same statement. It returns the lock token (locked_at)
+// and whether the key was claimed.
+func (s store) acquire(ctx context.Context, k keyRef, hash []byte, ttl, abandon time.Duration) (time.Time, bool, error) {
+	var token time.Time
+	err := s.db.NewRaw(`INSERT INTO ? AS k (principal, key, request_hash, state, locked_at, created_at)
+		VALUES (?, ?, ?, 'in_flight', clock_timestamp(), now())
+		ON CONFLICT (principal, key) DO UPDATE
+		SET request_hash = EXCLUDED.request_hash, state = 'in_flight', response_status = NULL,
+			response_headers = NULL, response_body = NULL,
+			locked_at = clock_timestamp(), created_at = now()
+		WHERE k.created_at < now() - make_interval(secs => ?)
+			OR (k.state = 'in_flight' AND k.locked_at < now() - make_interval(secs => ?)
+				AND k.request_hash = EXCLUDED.request_hash)
+		RETURNING locked_at`,
+		bun.Ident(s.table), k.principal, k.key, hash, ttl.Seconds(), abandon.Seconds()).Scan(ctx, &token)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, fmt.Errorf("idempotency: claim key: %w", err)
+	}
+	return token, true, nil
+}
+
+// lookup returns the unexpired record of k, or false when there is none.
+func (s store) lookup(ctx context.Context, k keyRef, ttl time.Duration) (record, bool, error) {
+	var (
+		r       record
+		status  sql.NullInt32
+		headers []byte
+	)
+	err := s.db.NewRaw(`SELECT request_hash, state, response_status, response_headers, response_body
+		FROM ? WHERE principal = ? AND key = ? AND created_at >= now() - make_interval(secs => ?)`,
+		bun.Ident(s.table), k.principal, k.key, ttl.Seconds()).
+		Scan(ctx, &r.hash, &r.state, &status, &headers, &r.body)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return record{}, false, nil
+	case err != nil:
+		return record{}, false, fmt.Errorf("idempotency: look up key: %w", err)
+	}
+	r.status = int(status.Int32)
+	if len(headers) > 0 {
+		if err := json.Unmarshal(headers, &r.headers); err != nil {
+			return record{}, false, fmt.Errorf("idempotency: decode stored headers: %w", err)
+		}
+	}
+	return r, true, nil
+}
+
+// complete stores the response of the request holding token. It reports false when
+// the key is no longer held by that request (it was taken over).
+func (s store) complete(ctx context.Context, k keyRef, token time.Time, status int, headers http.Header, body []byte) (bool, error) {
+	encoded, err := json.Marshal(headers)
+	if err != nil {
+		return false, fmt.Errorf("idempotency: encode headers: %w", err)
+	}
+	res, err := s.db.NewRaw(`UPDATE ? SET state = 'done', response_status = ?,
+			response_headers = ?::jsonb, response_body = ?
+		WHERE principal = ? AND key = ? AND state = 'in_flight' AND locked_at = ?`,
+		bun.Ident(s.table), status, string(encoded), body, k.principal, k.key, token).Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("idempotency: store response: %w", err)
+	}
+	return affected(res)
+}
+
+// release deletes the key held by token, so a retry can run the request again.
+func (s store) release(ctx context.Context, k keyRef, token time.Time) error {
+	_, err := s.db.NewRaw(`DELETE FROM ? WHERE principal = ? AND key = ? AND state = 'in_flight' AND locked_at = ?`,
+		bun.Ident(s.table), k.principal, k.key, token).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("idempotency: release key: %w", err)
+	}
+	return nil
+}
+
+// purge deletes keys created more than olderThan ago, in batches so no statement
+// holds many row locks for long.
+func (s store) purge(ctx context.Context, olderThan time.Duration) (int64, error) {
+	var total int64
+	for {
+		res, err := s.db.NewRaw(`DELETE FROM ? WHERE (principal, key) IN (
+				SELECT principal, key FROM ? WHERE created_at < now() - make_interval(secs => ?)
+				LIMIT ? FOR UPDATE SKIP LOCKED)`,
+			bun.Ident(s.table), bun.Ident(s.table), olderThan.Seconds(), purgeBatch).Exec(ctx)
+		if err != nil {
+			return total, fmt.Errorf("idempotency: purge: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, fmt.Errorf("idempotency: purge: %w", err)
+		}
+		total += n
+		if n < purgeBatch {
+			return total, nil
+		}
+	}
+}
+
+func affected(res sql.Result) (bool, error) {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("idempotency: rows affected: %w", err)
+	}
+	return n == 1, nil
+}
