@@ -72,4 +72,3 @@ func Setup(t testing.TB) (*bun.DB, string, *outbox.Store) {
 	}
 	return db, url, store
 }
-
