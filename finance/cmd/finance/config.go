@@ -9,6 +9,7 @@ import (
 
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/backoff"
+	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/webhook"
@@ -25,6 +26,7 @@ type config struct {
 	LogLevel       slog.Level
 	Dispatch       delivery.Config
 	DispatchOn     bool
+	Breaker        breaker.Config
 }
 
 // envDoc documents every variable; --help prints it.
@@ -45,6 +47,8 @@ const envDoc = `Environment:
   DISPATCH_TIMEOUT       one request, body included (default 10s)
   DISPATCH_BACKOFF       full-jitter ceilings (default 5s,30s,5m,30m,4h)
   DISPATCH_MAX_ATTEMPTS  counted attempts before dead letter (default 8)
+  BREAKER_THRESHOLD      consecutive retryable failures that open the circuit (default 5)
+  BREAKER_COOLDOWN       how long an open circuit sends nothing (default 30s)
   LOG_LEVEL              debug, info, warn or error (default info)
 `
 
@@ -65,7 +69,13 @@ func parseConfig(lookup func(string) (string, bool)) (config, error) {
 			Backoff:     env.Durations("DISPATCH_BACKOFF", backoff.DefaultSchedule),
 			MaxAttempts: env.Int("DISPATCH_MAX_ATTEMPTS", 8),
 		},
+		Breaker: breaker.Config{
+			Table:     "finance_breakers",
+			Threshold: env.Int("BREAKER_THRESHOLD", 5),
+			Cooldown:  env.Duration("BREAKER_COOLDOWN", 30*time.Second),
+		},
 	}
+	c.Breaker.ProbeLease = c.Dispatch.Lease
 	if err := c.LogLevel.UnmarshalText([]byte(env.String("LOG_LEVEL", "info"))); err != nil {
 		env.Fail("LOG_LEVEL", "want debug, info, warn or error")
 	}

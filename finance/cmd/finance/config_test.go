@@ -24,6 +24,8 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		"WEBHOOK_SECRET":        "not-a-secret",
 		"DATABASE_URL":          "mysql://x",
 		"LOG_LEVEL":             "loud",
+		"BREAKER_THRESHOLD":     "many",
+		"BREAKER_COOLDOWN":      "-1s",
 	}
 	for name, value := range cases {
 		t.Run(name, func(t *testing.T) {

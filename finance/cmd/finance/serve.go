@@ -14,6 +14,7 @@ import (
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/invoiceapi"
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/idempotency"
@@ -74,5 +75,10 @@ func newDispatcher(db *bun.DB, cfg config, log *slog.Logger) (*delivery.Dispatch
 	if err != nil {
 		return nil, err
 	}
-	return delivery.New(db, store, webhook.NewSigner(cfg.WebhookSecrets), cfg.Dispatch, delivery.Deps{Log: log})
+	br, err := breaker.New(cfg.Breaker)
+	if err != nil {
+		return nil, err
+	}
+	return delivery.New(db, store, webhook.NewSigner(cfg.WebhookSecrets), cfg.Dispatch,
+		delivery.Deps{Log: log, Breaker: br})
 }

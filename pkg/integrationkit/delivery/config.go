@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"handoff/pkg/integrationkit/backoff"
+	"handoff/pkg/integrationkit/breaker"
 )
 
 // Config tunes a Dispatcher. Zero fields take the defaults of SPEC §2.1.
@@ -77,11 +78,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Deps are what tests replace: the logger, the randomness of jitter, and how
-// connections are dialed (the SSRF guard plugs in here).
+// Deps are the dispatcher's collaborators: the logger, the randomness of jitter (tests
+// replace both), the circuit breaker, and how connections are dialed (the SSRF guard
+// plugs in here).
 type Deps struct {
 	Log  *slog.Logger
 	Rand *rand.Rand
+	// Breaker, when set, guards each destination with a cluster-wide circuit.
+	Breaker *breaker.Breaker
 	// Dial, when set, replaces the transport's dialer.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/uptrace/bun"
 
+	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/webhook"
 )
@@ -30,8 +31,9 @@ type Dispatcher struct {
 	db     *bun.DB
 	store  *outbox.Store
 	signer *webhook.Signer
-	client *http.Client
-	cfg    Config
+	client  *http.Client
+	breaker *breaker.Breaker
+	cfg     Config
 	log    *slog.Logger
 
 	randMu sync.Mutex
@@ -56,7 +58,7 @@ func New(db *bun.DB, store *outbox.Store, signer *webhook.Signer, cfg Config, de
 	}
 	return &Dispatcher{
 		db: db, store: store, signer: signer, cfg: cfg, log: log.With("component", "dispatcher"),
-		client: newClient(cfg, deps.DialContext), rand: r,
+		client: newClient(cfg, deps.DialContext), rand: r, breaker: deps.Breaker,
 		wake: make(chan struct{}, 1),
 	}, nil
 }

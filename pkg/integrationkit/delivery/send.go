@@ -48,9 +48,13 @@ type response struct {
 // a shutdown's grace runs out; the request is then abandoned and its lease released.
 func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record) {
 	ctx = logging.WithCorrelationID(ctx, rec.CorrelationID)
-	res := d.send(ctx, rec)
 	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	permit, ok := d.admit(settleCtx, rec)
+	if !ok {
+		return
+	}
+	res := d.send(ctx, rec)
 	if ctx.Err() != nil && res.err != nil {
 		if err := d.store.Release(settleCtx, d.db, rec); err != nil {
 			d.log.WarnContext(ctx, "release failed; the lease will expire", "event_id", rec.ID, "err", err)
@@ -68,6 +72,7 @@ func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record) {
 		return
 	}
 	d.logOutcome(ctx, rec, out)
+	d.recordCircuit(settleCtx, rec, permit, out)
 }
 
 func (d *Dispatcher) send(ctx context.Context, rec outbox.Record) response {
@@ -128,7 +133,7 @@ func (d *Dispatcher) outcome(rec outbox.Record, res response) outbox.Outcome {
 	case dec.Action == DeadLetter:
 		out.Status, out.FailedReason = outbox.StatusFailed, dec.Reason
 	case attempts >= d.cfg.MaxAttempts && dec.Counted:
-		out.Status, out.FailedReason, out.Label = outbox.StatusFailed, "max_attempts_exhausted", "dead_letter"
+		out.Status, out.FailedReason, out.Label = outbox.StatusFailed, reasonExhausted, "dead_letter"
 	case dec.RetryAfter > 0:
 		out.Status, out.RetryIn = outbox.StatusPending, dec.RetryAfter
 	default:
@@ -165,3 +170,6 @@ func truncate(s string, n int) string {
 	}
 	return strings.ToValidUTF8(s[:n], "")
 }
+
+// reasonExhausted is the failed_reason of an event whose counted attempts ran out.
+const reasonExhausted = "max_attempts_exhausted"

@@ -123,7 +123,7 @@ func (s *Store) Settle(ctx context.Context, db bun.IDB, rec Record, out Outcome)
 				next_attempt_at = CASE WHEN ? = 'pending' THEN now() + make_interval(secs => ?) ELSE next_attempt_at END,
 				delivered_at = CASE WHEN ? = 'delivered' THEN now() ELSE delivered_at END,
 				last_status_code = CASE WHEN ? = 1 THEN ? ELSE last_status_code END,
-				last_error = CASE WHEN ? = 1 THEN NULLIF(?, '') ELSE last_error END,
+				last_error = CASE WHEN ? = 1 OR ? <> '' THEN NULLIF(?, '') ELSE last_error END,
 				failed_reason = NULLIF(?, ''),
 				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
 			WHERE id = ? AND lease_token = ?
@@ -137,7 +137,7 @@ func (s *Store) Settle(ctx context.Context, db bun.IDB, rec Record, out Outcome)
 		SELECT count(*) FROM upd`,
 		bun.Ident(s.table), out.Status, counted, sent,
 		sent, out.Status, out.RetryIn.Seconds(), out.Status,
-		sent, code, sent, out.Error, out.FailedReason,
+		sent, code, sent, out.Error, out.Error, out.FailedReason,
 		rec.ID, rec.LeaseToken,
 		bun.Ident(s.attempts), out.StartedAt, out.Duration.Milliseconds(), code,
 		out.ErrorClass, out.Error, out.Snippet, out.Label, sent).Scan(ctx, &settled)
@@ -159,6 +159,22 @@ func (s *Store) Release(ctx context.Context, db bun.IDB, rec Record) error {
 		return fmt.Errorf("outbox: release %s: %w", rec.ID, err)
 	}
 	return nil
+}
+
+// ErrorCircuitOpen is the last_error of an event deferred because its destination's
+// circuit is open; Hasten makes such events due again.
+const ErrorCircuitOpen = "circuit open: deferred without a request"
+
+// Hasten makes every pending event to destination that was deferred by an open
+// circuit due now (the circuit has just closed), and returns how many.
+func (s *Store) Hasten(ctx context.Context, db bun.IDB, destination string) (int64, error) {
+	res, err := db.NewRaw(`UPDATE ? SET next_attempt_at = now()
+		WHERE delivery_status = 'pending' AND next_attempt_at > now() AND destination = ? AND last_error = ?`,
+		bun.Ident(s.table), destination, ErrorCircuitOpen).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: hasten: %w", err)
+	}
+	return res.RowsAffected()
 }
 
 // NextDue returns how long until the earliest pending event's next attempt time

@@ -1,0 +1,220 @@
+// Package breaker is a circuit breaker per destination whose state lives in
+// PostgreSQL, so every replica of a service sees the same circuit: it opens after
+// Threshold consecutive retryable failures, refuses requests for Cooldown, then lets
+// exactly one probe through across the whole cluster; the probe's success closes it,
+// its failure opens it again.
+//
+// The table, named by the service, has the columns of
+// migrations/finance/000002_breakers.up.sql: destination (PK), state, failures,
+// generation, open_until, probe_token, probe_expires_at, changed_at.
+package breaker
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+)
+
+// States of a circuit.
+const (
+	Closed   = "closed"
+	Open     = "open"
+	HalfOpen = "half_open"
+)
+
+// Config tunes a Breaker; zero fields take the defaults.
+type Config struct {
+	// Table holds the circuits.
+	Table string
+	// Threshold consecutive retryable failures open the circuit (default 5).
+	Threshold int
+	// Cooldown is how long an open circuit refuses requests (default 30 s).
+	Cooldown time.Duration
+	// ProbeLease is how long the probe may take before another replica may probe
+	// (default 30 s; set it above the request timeout).
+	ProbeLease time.Duration
+}
+
+// Breaker reads and moves the circuits of one table.
+type Breaker struct {
+	cfg Config
+}
+
+var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
+
+// New returns a breaker over cfg.Table.
+func New(cfg Config) (*Breaker, error) {
+	cfg.Threshold = cmp.Or(cfg.Threshold, 5)
+	cfg.Cooldown = cmp.Or(cfg.Cooldown, 30*time.Second)
+	cfg.ProbeLease = cmp.Or(cfg.ProbeLease, 30*time.Second)
+	switch {
+	case !identifier.MatchString(cfg.Table):
+		return nil, fmt.Errorf("breaker: table name %q is not a plain lowercase identifier", cfg.Table)
+	case cfg.Threshold < 1:
+		return nil, fmt.Errorf("breaker: Threshold must be at least 1")
+	case cfg.Cooldown <= 0 || cfg.ProbeLease <= 0:
+		return nil, fmt.Errorf("breaker: Cooldown and ProbeLease must be positive")
+	}
+	return &Breaker{cfg: cfg}, nil
+}
+
+// Permit is the answer to "may I send to this destination now?".
+type Permit struct {
+	// Allowed says a request may go.
+	Allowed bool
+	// Probe marks the one request of a half-open circuit.
+	Probe bool
+	// Wait, when not allowed, is about how long until the circuit may admit again.
+	Wait time.Duration
+
+	token      uuid.UUID
+	generation int64
+	failures   int
+}
+
+// Transition is a change of circuit state caused by a recorded result ("" for none).
+type Transition string
+
+// The transitions worth paging about.
+const (
+	Opened   Transition = "opened"
+	Reopened Transition = "reopened"
+	ClosedT  Transition = "closed"
+)
+
+// Acquire asks whether a request to dest may go now. An open circuit whose cool-down
+// is over, or a half-open one whose probe lease expired, is turned half-open by
+// exactly one caller, which gets the probe.
+func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit, error) {
+	var row struct {
+		State      string     `bun:"state"`
+		Generation int64      `bun:"generation"`
+		Failures   int        `bun:"failures"`
+		Probe      *uuid.UUID `bun:"probe"`
+		WaitSecs   *float64   `bun:"wait_secs"`
+	}
+	err := db.NewRaw(`
+		WITH probe AS (
+			UPDATE ? SET state = 'half_open', probe_token = gen_random_uuid(),
+				probe_expires_at = now() + make_interval(secs => ?), changed_at = now()
+			WHERE destination = ?
+			  AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_expires_at <= now()))
+			RETURNING probe_token, generation
+		)
+		SELECT c.state, c.generation, c.failures, (SELECT probe_token FROM probe) AS probe,
+		       EXTRACT(EPOCH FROM (CASE WHEN c.state = 'open' THEN c.open_until ELSE c.probe_expires_at END) - now())::float8 AS wait_secs
+		FROM ? AS c WHERE c.destination = ?`,
+		bun.Ident(b.cfg.Table), b.cfg.ProbeLease.Seconds(), dest, bun.Ident(b.cfg.Table), dest).Scan(ctx, &row)
+	if err != nil {
+		if isNoRows(err) {
+			return Permit{Allowed: true}, nil // never failed: closed
+		}
+		return Permit{}, fmt.Errorf("breaker: acquire %s: %w", dest, err)
+	}
+	switch {
+	case row.Probe != nil:
+		return Permit{Allowed: true, Probe: true, token: *row.Probe, generation: row.Generation}, nil
+	case row.State == Closed:
+		return Permit{Allowed: true, generation: row.Generation, failures: row.Failures}, nil
+	default:
+		wait := time.Second
+		if row.WaitSecs != nil && *row.WaitSecs > 0 {
+			wait = time.Duration(*row.WaitSecs * float64(time.Second))
+		}
+		return Permit{Wait: wait}, nil
+	}
+}
+
+// Success records that dest answered (any answer but a retryable failure). A probe's
+// success closes the circuit; otherwise the failure streak is reset.
+func (b *Breaker) Success(ctx context.Context, db bun.IDB, dest string, p Permit) (Transition, error) {
+	if p.Probe {
+		n, err := b.exec(ctx, db, `UPDATE ? SET state = 'closed', failures = 0, probe_token = NULL,
+			probe_expires_at = NULL, open_until = NULL, generation = generation + 1, changed_at = now()
+			WHERE destination = ? AND probe_token = ?`, bun.Ident(b.cfg.Table), dest, p.token)
+		if n == 1 {
+			return ClosedT, err
+		}
+		return "", err
+	}
+	if p.failures == 0 {
+		return "", nil // nothing to reset: no write on the happy path
+	}
+	_, err := b.exec(ctx, db, `UPDATE ? SET failures = 0 WHERE destination = ? AND state = 'closed'
+		AND generation = ? AND failures > 0`, bun.Ident(b.cfg.Table), dest, p.generation)
+	return "", err
+}
+
+// Failure records a retryable failure of dest. The Threshold-th consecutive one opens
+// the circuit; a probe's failure opens it again. A result of a request that started in
+// an earlier generation of the circuit changes nothing.
+func (b *Breaker) Failure(ctx context.Context, db bun.IDB, dest string, p Permit) (Transition, error) {
+	if p.Probe {
+		n, err := b.exec(ctx, db, `UPDATE ? SET state = 'open', probe_token = NULL, probe_expires_at = NULL,
+			open_until = now() + make_interval(secs => ?), generation = generation + 1, changed_at = now()
+			WHERE destination = ? AND probe_token = ?`, bun.Ident(b.cfg.Table), b.cfg.Cooldown.Seconds(), dest, p.token)
+		if n == 1 {
+			return Reopened, err
+		}
+		return "", err
+	}
+	var state []string
+	initial := Closed
+	if b.cfg.Threshold <= 1 {
+		initial = Open
+	}
+	err := db.NewRaw(`
+		INSERT INTO ? AS c (destination, failures, state, open_until, generation)
+		VALUES (?, 1, ?, CASE WHEN ? = 'open' THEN now() + make_interval(secs => ?) END, CASE WHEN ? = 'open' THEN 1 ELSE 0 END)
+		ON CONFLICT (destination) DO UPDATE SET
+			failures = c.failures + 1,
+			state = CASE WHEN c.failures + 1 >= ? THEN 'open' ELSE 'closed' END,
+			open_until = CASE WHEN c.failures + 1 >= ? THEN now() + make_interval(secs => ?) ELSE c.open_until END,
+			generation = CASE WHEN c.failures + 1 >= ? THEN c.generation + 1 ELSE c.generation END,
+			changed_at = now()
+		WHERE c.state = 'closed' AND c.generation = ?
+		RETURNING c.state`,
+		bun.Ident(b.cfg.Table), dest, initial, initial, b.cfg.Cooldown.Seconds(), initial,
+		b.cfg.Threshold, b.cfg.Threshold, b.cfg.Cooldown.Seconds(), b.cfg.Threshold, p.generation).Scan(ctx, &state)
+	if err != nil && !isNoRows(err) {
+		return "", fmt.Errorf("breaker: failure %s: %w", dest, err)
+	}
+	if len(state) == 1 && state[0] == Open {
+		return Opened, nil
+	}
+	return "", nil
+}
+
+// State returns dest's circuit state (Closed when it never failed).
+func (b *Breaker) State(ctx context.Context, db bun.IDB, dest string) (string, error) {
+	var state string
+	err := db.NewRaw(`SELECT state FROM ? WHERE destination = ?`, bun.Ident(b.cfg.Table), dest).Scan(ctx, &state)
+	if isNoRows(err) {
+		return Closed, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("breaker: state %s: %w", dest, err)
+	}
+	return state, nil
+}
+
+func (b *Breaker) exec(ctx context.Context, db bun.IDB, query string, args ...any) (int64, error) {
+	res, err := db.NewRaw(query, args...).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("breaker: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("breaker: %w", err)
+	}
+	return n, nil
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

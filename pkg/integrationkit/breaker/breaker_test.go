@@ -1,0 +1,169 @@
+package breaker_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/pgtest"
+)
+
+const schema = `CREATE TABLE kit_breakers (
+    destination text PRIMARY KEY,
+    state text NOT NULL DEFAULT 'closed' CHECK (state IN ('closed', 'open', 'half_open')),
+    failures int NOT NULL DEFAULT 0,
+    generation bigint NOT NULL DEFAULT 0,
+    open_until timestamptz,
+    probe_token uuid,
+    probe_expires_at timestamptz,
+    changed_at timestamptz NOT NULL DEFAULT now()
+);`
+
+func setup(t *testing.T, cfg breaker.Config) (*bun.DB, *breaker.Breaker) {
+	t.Helper()
+	db, _ := pgtest.NewDB(t, "kitbreaker", fstest.MapFS{
+		"000001_breakers.up.sql":   {Data: []byte(schema)},
+		"000001_breakers.down.sql": {Data: []byte(`DROP TABLE kit_breakers;`)},
+	})
+	cfg.Table = "kit_breakers"
+	b, err := breaker.New(cfg)
+	require.NoError(t, err)
+	return db, b
+}
+
+func TestCircuitOpensAfterThresholdAndProbesOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, b := setup(t, breaker.Config{Threshold: 3, Cooldown: 300 * time.Millisecond, ProbeLease: 5 * time.Second})
+	const dest = "http://receiver"
+
+	// Three replicas fail concurrently many times: the circuit opens exactly once.
+	var opened atomic.Int32
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Go(func() {
+			p, err := b.Acquire(ctx, db, dest)
+			if err != nil || !p.Allowed {
+				return
+			}
+			tr, err := b.Failure(ctx, db, dest, p)
+			if err == nil && tr == breaker.Opened {
+				opened.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, opened.Load())
+	state, err := b.State(ctx, db, dest)
+	require.NoError(t, err)
+	require.Equal(t, breaker.Open, state)
+
+	p, err := b.Acquire(ctx, db, dest)
+	require.NoError(t, err)
+	require.False(t, p.Allowed, "open circuit refuses during the cool-down")
+	require.Greater(t, p.Wait, time.Duration(0))
+
+	// After the cool-down, 20 concurrent callers: exactly one probe.
+	probe := waitProbe(t, db, b, dest)
+	p, err = b.Acquire(ctx, db, dest)
+	require.NoError(t, err)
+	require.False(t, p.Allowed, "half-open admits only the probe")
+
+	tr, err := b.Failure(ctx, db, dest, probe)
+	require.NoError(t, err)
+	require.Equal(t, breaker.Reopened, tr)
+
+	probe = waitProbe(t, db, b, dest)
+	tr, err = b.Success(ctx, db, dest, probe)
+	require.NoError(t, err)
+	require.Equal(t, breaker.ClosedT, tr)
+	p, err = b.Acquire(ctx, db, dest)
+	require.NoError(t, err)
+	require.True(t, p.Allowed)
+}
+
+// waitProbe polls until the cool-down is over, then races 20 callers for the probe.
+func waitProbe(t *testing.T, db *bun.DB, b *breaker.Breaker, dest string) breaker.Permit {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		p, err := b.Acquire(ctx, db, dest)
+		require.NoError(t, err)
+		require.False(t, p.Allowed && !p.Probe)
+		if p.Probe {
+			// We won the probe alone; prove no one else can get one while it is out.
+			var others atomic.Int32
+			var wg sync.WaitGroup
+			for range 20 {
+				wg.Go(func() {
+					q, err := b.Acquire(ctx, db, dest)
+					if err == nil && q.Allowed {
+						others.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			require.Zero(t, others.Load(), "exactly one probe cluster-wide")
+			return p
+		}
+		require.True(t, time.Now().Before(deadline), "no probe after the cool-down")
+		time.Sleep(min(p.Wait, 50*time.Millisecond))
+	}
+}
+
+func TestResultOfAnEarlierGenerationChangesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, b := setup(t, breaker.Config{Threshold: 2, Cooldown: time.Hour})
+	const dest = "http://receiver"
+	early, err := b.Acquire(ctx, db, dest)
+	require.NoError(t, err)
+	for range 2 {
+		p, err := b.Acquire(ctx, db, dest)
+		require.NoError(t, err)
+		_, err = b.Failure(ctx, db, dest, p)
+		require.NoError(t, err)
+	}
+	state, err := b.State(ctx, db, dest)
+	require.NoError(t, err)
+	require.Equal(t, breaker.Open, state)
+	// A request started while closed finishes after the circuit opened.
+	tr, err := b.Failure(ctx, db, dest, early)
+	require.NoError(t, err)
+	require.Empty(t, tr)
+	_, err = b.Success(ctx, db, dest, early)
+	require.NoError(t, err)
+	state, err = b.State(ctx, db, dest)
+	require.NoError(t, err)
+	require.Equal(t, breaker.Open, state)
+}
+
+func TestSuccessResetsTheStreak(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, b := setup(t, breaker.Config{Threshold: 3})
+	const dest = "http://receiver"
+	for range 5 {
+		for _, fail := range []bool{true, true, false} {
+			p, err := b.Acquire(ctx, db, dest)
+			require.NoError(t, err)
+			require.True(t, p.Allowed)
+			if fail {
+				_, err = b.Failure(ctx, db, dest, p)
+			} else {
+				_, err = b.Success(ctx, db, dest, p)
+			}
+			require.NoError(t, err)
+		}
+	}
+	state, err := b.State(ctx, db, dest)
+	require.NoError(t, err)
+	require.Equal(t, breaker.Closed, state)
+}

@@ -1,0 +1,121 @@
+package delivery_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"handoff/pkg/integrationkit/backoff"
+	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/delivery"
+	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/outbox/outboxtest"
+	"handoff/pkg/integrationkit/webhook"
+)
+
+const breakerSchema = `CREATE TABLE kit_breakers (
+    destination text PRIMARY KEY,
+    state text NOT NULL DEFAULT 'closed',
+    failures int NOT NULL DEFAULT 0,
+    generation bigint NOT NULL DEFAULT 0,
+    open_until timestamptz,
+    probe_token uuid,
+    probe_expires_at timestamptz,
+    changed_at timestamptz NOT NULL DEFAULT now()
+);`
+
+// With the receiver failing, 10 replicas and 500 pending events: once the circuit is
+// open no request is sent during the cool-down, each half-open lets exactly one
+// request through in the whole cluster, and deferred events keep their attempts.
+func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
+	t.Parallel()
+	db, _, store := outboxtest.Setup(t)
+	ctx := context.Background()
+	_, err := db.ExecContext(ctx, breakerSchema)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	var arrivals []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+
+	for i := range 500 {
+		_, err := store.Enqueue(ctx, db, outbox.Event{Type: "thing.happened", AggregateKey: fmt.Sprintf("agg-%d", i),
+			Sequence: 1, IdempotencyKey: fmt.Sprintf("k-%d", i), Destination: srv.URL, Payload: map[string]int{"i": i}})
+		require.NoError(t, err)
+	}
+	const cooldown = 1500 * time.Millisecond
+	br, err := breaker.New(breaker.Config{Table: "kit_breakers", Threshold: 5, Cooldown: cooldown, ProbeLease: 5 * time.Second})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range 10 {
+		d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
+			Owner: fmt.Sprintf("replica-%d", i), Concurrency: 4, Batch: 10, Interval: 100 * time.Millisecond,
+			Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 1000,
+		}, delivery.Deps{Breaker: br, Log: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		wg.Go(func() { _ = d.Run(runCtx) })
+	}
+	defer func() { cancel(); wg.Wait() }()
+
+	type circuit struct {
+		State     string    `bun:"state"`
+		OpenUntil time.Time `bun:"open_until"`
+		ChangedAt time.Time `bun:"changed_at"`
+	}
+	read := func() (c circuit) {
+		_ = db.NewRaw(`SELECT state, coalesce(open_until, now()) AS open_until, changed_at FROM kit_breakers`).Scan(ctx, &c)
+		return c
+	}
+	require.Eventually(t, func() bool { return read().State == breaker.Open }, 10*time.Second, 5*time.Millisecond)
+	first := read()
+	// Two more cool-downs: each must see exactly one probe.
+	var windows []circuit
+	for len(windows) < 2 {
+		prev := read().OpenUntil
+		require.Eventually(t, func() bool { c := read(); return c.State == breaker.Open && c.OpenUntil.After(prev) },
+			10*time.Second, 5*time.Millisecond)
+		windows = append(windows, read())
+	}
+	cancel()
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	// Requests in flight when the circuit opened may still land just after; give them
+	// the request time of a local 503 (well under 200 ms), then nothing until open_until.
+	inCooldown, inFirstProbe, inSecondProbe := 0, 0, 0
+	for _, at := range arrivals {
+		switch {
+		case at.After(first.ChangedAt.Add(200*time.Millisecond)) && at.Before(first.OpenUntil):
+			inCooldown++
+		case !at.Before(first.OpenUntil) && at.Before(windows[0].OpenUntil):
+			inFirstProbe++
+		case !at.Before(windows[0].OpenUntil) && at.Before(windows[1].OpenUntil):
+			inSecondProbe++
+		}
+	}
+	require.Zero(t, inCooldown, "no request during the cool-down")
+	require.Equal(t, 1, inFirstProbe, "one probe across 10 replicas")
+	require.Equal(t, 1, inSecondProbe, "one probe across 10 replicas")
+
+	var sent, neverSentWithAttempts int
+	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE request_count > 0`).Scan(ctx, &sent))
+	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE request_count = 0 AND delivery_attempts > 0`).Scan(ctx, &neverSentWithAttempts))
+	require.Zero(t, neverSentWithAttempts, "deferred events spend no attempts")
+	require.Less(t, sent, 500, "most events were deferred, not sent")
+	t.Logf("requests %d, events ever sent %d", len(arrivals), sent)
+}
