@@ -16,10 +16,13 @@ func (d *Dispatcher) admit(ctx context.Context, rec outbox.Record) (breaker.Perm
 	}
 	p, err := d.breaker.Acquire(ctx, d.db, rec.Destination)
 	if err != nil {
-		// Without the circuit's state, sending is the safe side: the outcome is still
-		// recorded, and a database that cannot answer fails the settle anyway.
-		d.log.WarnContext(ctx, "circuit state unavailable; sending", "event_id", rec.ID, "err", err)
-		return breaker.Permit{Allowed: true}, true
+		// Without the circuit's state nothing is sent: the circuit may be open. The
+		// event goes back to the queue untouched (or its lease expires).
+		d.log.WarnContext(ctx, "circuit state unavailable; event released", "event_id", rec.ID, "err", err)
+		if err := d.store.Release(ctx, d.db, rec); err != nil {
+			d.log.WarnContext(ctx, "release failed; the lease will expire", "event_id", rec.ID, "err", err)
+		}
+		return p, false
 	}
 	if p.Allowed {
 		return p, true

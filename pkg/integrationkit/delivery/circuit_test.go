@@ -95,22 +95,27 @@ func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	// Requests in flight when the circuit opened may still land just after; give them
-	// the request time of a local 503 (well under 200 ms), then nothing until open_until.
-	inCooldown, inFirstProbe, inSecondProbe := 0, 0, 0
-	for _, at := range arrivals {
-		switch {
-		case at.After(first.ChangedAt.Add(200*time.Millisecond)) && at.Before(first.OpenUntil):
-			inCooldown++
-		case !at.Before(first.OpenUntil) && at.Before(windows[0].OpenUntil):
-			inFirstProbe++
-		case !at.Before(windows[0].OpenUntil) && at.Before(windows[1].OpenUntil):
-			inSecondProbe++
+	// Circuit k opened at opened[k] and refused until until[k]. Requests already in
+	// flight when it opened may land just after (grace); after that nothing may arrive
+	// until until[k], and between until[k] and the next opening exactly one: the probe.
+	const grace = 300 * time.Millisecond
+	opened := []time.Time{first.ChangedAt, windows[0].ChangedAt, windows[1].ChangedAt}
+	until := []time.Time{first.OpenUntil, windows[0].OpenUntil, windows[1].OpenUntil}
+	count := func(from, to time.Time) int {
+		n := 0
+		for _, at := range arrivals {
+			if !at.Before(from) && at.Before(to) {
+				n++
+			}
 		}
+		return n
 	}
-	require.Zero(t, inCooldown, "no request during the cool-down")
-	require.Equal(t, 1, inFirstProbe, "one probe across 10 replicas")
-	require.Equal(t, 1, inSecondProbe, "one probe across 10 replicas")
+	for k := range 3 {
+		require.Zero(t, count(opened[k].Add(grace), until[k]), "no request during cool-down %d (arrivals %v)", k, offsets(arrivals, opened[0]))
+	}
+	for k := range 2 {
+		require.Equal(t, 1, count(until[k], opened[k+1].Add(grace)), "one probe across 10 replicas after cool-down %d (arrivals %v)", k, offsets(arrivals, opened[0]))
+	}
 
 	var sent, neverSentWithAttempts int
 	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE request_count > 0`).Scan(ctx, &sent))
@@ -118,4 +123,12 @@ func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
 	require.Zero(t, neverSentWithAttempts, "deferred events spend no attempts")
 	require.Less(t, sent, 500, "most events were deferred, not sent")
 	t.Logf("requests %d, events ever sent %d", len(arrivals), sent)
+}
+
+func offsets(ts []time.Time, from time.Time) []time.Duration {
+	out := make([]time.Duration, len(ts))
+	for i, t := range ts {
+		out[i] = t.Sub(from).Round(time.Millisecond)
+	}
+	return out
 }

@@ -28,13 +28,13 @@ import (
 
 // Dispatcher delivers the events of one outbox table.
 type Dispatcher struct {
-	db     *bun.DB
-	store  *outbox.Store
-	signer *webhook.Signer
+	db      *bun.DB
+	store   *outbox.Store
+	signer  *webhook.Signer
 	client  *http.Client
 	breaker *breaker.Breaker
 	cfg     Config
-	log    *slog.Logger
+	log     *slog.Logger
 
 	randMu sync.Mutex
 	rand   *rand.Rand

@@ -177,12 +177,14 @@ func (s *Store) Hasten(ctx context.Context, db bun.IDB, destination string) (int
 	return res.RowsAffected()
 }
 
-// NextDue returns how long until the earliest pending event's next attempt time
-// (negative or zero when one is already due), and false when nothing is pending.
+// NextDue returns how long until the earliest scheduled retry (the earliest pending
+// next_attempt_at still in the future), and false when none is scheduled. Events that
+// are due already but not claimable wait on something that wakes the dispatcher by
+// itself: a predecessor in flight, or a lease that the cron tick finds expired.
 func (s *Store) NextDue(ctx context.Context, db bun.IDB) (time.Duration, bool, error) {
 	var secs *float64
 	err := db.NewRaw(`SELECT EXTRACT(EPOCH FROM (min(next_attempt_at) - now()))::float8
-		FROM ? WHERE delivery_status = 'pending'`, bun.Ident(s.table)).Scan(ctx, &secs)
+		FROM ? WHERE delivery_status = 'pending' AND next_attempt_at > now()`, bun.Ident(s.table)).Scan(ctx, &secs)
 	if err != nil {
 		return 0, false, fmt.Errorf("outbox: next due: %w", err)
 	}
