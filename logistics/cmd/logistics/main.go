@@ -1,0 +1,155 @@
+// Command logistics runs the logistics service: the finance webhook consumer and the
+// warehouse API over shipments.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/labstack/echo/v4"
+	"github.com/uptrace/bun"
+
+	"handoff/migrations"
+	"handoff/pkg/integrationkit/httpserver"
+	"handoff/pkg/integrationkit/logging"
+	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/webhook"
+
+	"handoff/logistics/internal/shipment"
+	"handoff/logistics/internal/warehouseapi"
+	"handoff/logistics/internal/webhookapi"
+)
+
+const usage = `Usage: logistics <command>
+
+Commands:
+  serve                 apply pending migrations (unless MIGRATE_ON_START=false) and
+                        serve the finance webhook, the warehouse API, /healthz and /readyz
+                        until SIGINT or SIGTERM
+  migrate up            apply every pending migration
+  migrate down          revert every migration (drops the logistics tables)
+  migrate version       print the applied migration version
+  help                  print this help
+
+`
+
+// errUsage marks a command line that names no known command.
+var errUsage = errors.New("unknown command; run logistics help")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "logistics:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// run executes the command in args with the environment getenv; it returns when the
+// command is done or, for serve, after ctx ends and the server has drained.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		_, _ = fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		_, err := fmt.Fprint(stdout, usage+envHelp)
+		return err
+	case "serve":
+		if len(args) != 1 {
+			return errUsage
+		}
+		cfg, err := parseConfig(getenv, true)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, cfg, logging.New(stderr, "logistics", slog.LevelInfo))
+	case "migrate":
+		if len(args) != 2 {
+			return errUsage
+		}
+		cfg, err := parseConfig(getenv, false)
+		if err != nil {
+			return err
+		}
+		return migrate(args[1], cfg, stdout)
+	default:
+		return errUsage
+	}
+}
+
+func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if cfg.MigrateOnStart {
+		if err := pgdb.Migrate(cfg.DatabaseURL, migrations.Logistics()); err != nil {
+			return err
+		}
+	}
+	db, err := pgdb.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if cfg.Tokens.Roles()[warehouseapi.Role] == 0 {
+		log.Warn("API_TOKENS has no warehouse token: the warehouse API will refuse every request")
+	}
+	e, err := newServer(db, cfg, log)
+	if err != nil {
+		return err
+	}
+	return httpserver.Serve(ctx, cfg.HTTPAddr, e, httpserver.Timeouts{}, cfg.ShutdownGrace, log)
+}
+
+// newServer wires the routes of the service.
+func newServer(db *bun.DB, cfg Config, log *slog.Logger) (*echo.Echo, error) {
+	e := httpserver.New(log)
+	httpserver.Health(e, func(ctx context.Context) error {
+		return pgdb.CheckCurrent(ctx, db, migrations.Logistics())
+	})
+	shipments := shipment.NewService(db)
+	wh, err := webhookapi.New(webhookapi.Config{
+		DB: db, Shipments: shipments, Verifier: webhook.NewVerifier(cfg.WebhookKeys), Log: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	wh.Register(e)
+	warehouseapi.New(shipments, cfg.Tokens).Register(e)
+	return e, nil
+}
+
+func migrate(cmd string, cfg Config, stdout io.Writer) (err error) {
+	if cmd != "up" && cmd != "down" && cmd != "version" {
+		return errUsage
+	}
+	m, err := pgdb.NewMigrator(cfg.DatabaseURL, migrations.Logistics())
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, m.Close()) }()
+	switch cmd {
+	case "up":
+		err = m.Up()
+	case "down":
+		err = m.Down()
+	}
+	if err != nil {
+		return err
+	}
+	v, dirty, err := m.Version()
+	if err != nil {
+		return fmt.Errorf("migration version: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "version %d dirty %t\n", v, dirty)
+	return err
+}

@@ -1,0 +1,215 @@
+package webhookapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/problem"
+
+	"handoff/logistics/internal/shipment"
+)
+
+// envelope is finance's event envelope; data is kept raw for the payload hash.
+type envelope struct {
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	OccurredAt string          `json:"occurred_at"`
+	Sequence   *int64          `json:"sequence"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// eventData is the part of an invoice event's data that logistics checks or uses.
+type eventData struct {
+	InvoiceID     string `json:"invoice_id"`
+	InvoiceNumber string `json:"invoice_number"`
+	CustomerID    string `json:"customer_id"`
+	Currency      string `json:"currency"`
+	TotalMinor    *int64 `json:"total_minor"`
+	PaymentID     string `json:"payment_id"`
+	RefundID      string `json:"refund_id"`
+}
+
+// event is a validated envelope with the hash that identifies its content.
+type event struct {
+	ID   uuid.UUID
+	Hash []byte
+	shipment.Event
+}
+
+const (
+	maxText       = 255
+	slugMalformed = "malformed-event"
+)
+
+var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
+
+// parseEvent validates body as an invoice event envelope. Any error is a 400
+// problem: the body is not valid UTF-8, holds a NUL (raw or escaped), is not exactly
+// one JSON object, or misses or mistypes a field. The hash covers the envelope's
+// fields in canonical form, so transport details (headers, attempt numbers,
+// whitespace, key order) never make a retry look like a different request.
+func parseEvent(body []byte) (event, error) {
+	root, err := decodeTree(body)
+	if err != nil {
+		return event{}, problem.New(http.StatusBadRequest, slugMalformed, err.Error())
+	}
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return event{}, typeProblem("", err)
+	}
+	var data eventData
+	if isObject(env.Data) {
+		if err := json.Unmarshal(env.Data, &data); err != nil {
+			return event{}, typeProblem("data.", err)
+		}
+	}
+	ev, fields := validate(env, data)
+	if len(fields) > 0 {
+		return event{}, problem.Invalid("the event is invalid", fields...)
+	}
+	ev.Hash, err = inbox.Hash(map[string]any{
+		"id": root["id"], "type": root["type"], "occurred_at": root["occurred_at"],
+		"sequence": root["sequence"], "data": root["data"],
+	})
+	if err != nil {
+		return event{}, fmt.Errorf("hash event: %w", err)
+	}
+	return ev, nil
+}
+
+// decodeTree parses body as exactly one JSON object whose strings and keys hold no NUL.
+func decodeTree(body []byte) (map[string]any, error) {
+	if !utf8.Valid(body) {
+		return nil, errors.New("the body is not valid UTF-8")
+	}
+	if bytes.IndexByte(body, 0) >= 0 {
+		return nil, errors.New("the body contains a NUL byte")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var root map[string]any
+	if err := dec.Decode(&root); err != nil {
+		return nil, fmt.Errorf("the body is not a JSON object: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("the body has data after the JSON object")
+	}
+	if root == nil {
+		return nil, errors.New("the body is not a JSON object")
+	}
+	if hasNUL(root) {
+		return nil, errors.New(`the event contains a NUL character (\u0000)`)
+	}
+	return root, nil
+}
+
+func hasNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.IndexByte(v, 0) >= 0
+	case []any:
+		for _, e := range v {
+			if hasNUL(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if strings.IndexByte(k, 0) >= 0 || hasNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// typeProblem reports a field of the wrong JSON type; prefix names the enclosing object.
+func typeProblem(prefix string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return problem.Invalid("the event is invalid",
+			problem.FieldError{Field: prefix + te.Field, Detail: "must not be a JSON " + te.Value})
+	}
+	return problem.New(http.StatusBadRequest, slugMalformed, err.Error())
+}
+
+func isObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
+
+func validate(env envelope, data eventData) (event, []problem.FieldError) {
+	var v validator
+	ev := event{
+		ID: v.uuid("id", env.ID),
+		Event: shipment.Event{
+			Type:          shipment.EventType(env.Type),
+			InvoiceID:     v.uuid("data.invoice_id", data.InvoiceID),
+			InvoiceNumber: v.text("data.invoice_number", data.InvoiceNumber, true),
+			CustomerID:    v.text("data.customer_id", data.CustomerID, true),
+		},
+	}
+	if !ev.Type.Valid() {
+		v.fail("type", "must be one of invoice.issued, invoice.paid, invoice.refunded")
+	}
+	if _, err := time.Parse(time.RFC3339, env.OccurredAt); err != nil {
+		v.fail("occurred_at", "must be an RFC 3339 timestamp")
+	}
+	if env.Sequence == nil || *env.Sequence < 1 {
+		v.fail("sequence", "must be an integer of at least 1")
+	} else {
+		ev.Sequence = *env.Sequence
+	}
+	if !isObject(env.Data) {
+		v.fail("data", "must be a JSON object")
+	}
+	if !currencyCode.MatchString(data.Currency) {
+		v.fail("data.currency", "must be an ISO 4217 code such as EUR")
+	}
+	if data.TotalMinor == nil || *data.TotalMinor < 0 {
+		v.fail("data.total_minor", "must be a non-negative integer (minor units)")
+	}
+	v.text("data.payment_id", data.PaymentID, ev.Type == shipment.InvoicePaid)
+	v.text("data.refund_id", data.RefundID, ev.Type == shipment.InvoiceRefunded)
+	return ev, v.errs
+}
+
+// validator collects the invalid fields of one event.
+type validator struct {
+	errs []problem.FieldError
+}
+
+func (v *validator) fail(field, detail string) {
+	v.errs = append(v.errs, problem.FieldError{Field: field, Detail: detail})
+}
+
+func (v *validator) uuid(field, s string) uuid.UUID {
+	id, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		v.fail(field, "must be a UUID")
+		return uuid.Nil
+	}
+	return id
+}
+
+func (v *validator) text(field, s string, required bool) string {
+	switch {
+	case s == "" && required:
+		v.fail(field, "is required")
+	case len(s) > maxText:
+		v.fail(field, fmt.Sprintf("must be at most %d bytes", maxText))
+	case strings.ContainsFunc(s, isControl):
+		v.fail(field, "must not contain control characters")
+	}
+	return s
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

@@ -1,0 +1,178 @@
+package webhookapi_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+	"go.uber.org/goleak"
+
+	"handoff/migrations"
+	"handoff/pkg/integrationkit/httpserver"
+	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/pgtest"
+	"handoff/pkg/integrationkit/webhook"
+
+	"handoff/logistics/internal/shipment"
+	"handoff/logistics/internal/webhookapi"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// harness is a real logistics webhook endpoint on its own database.
+type harness struct {
+	db     *bun.DB
+	url    string
+	signer *webhook.Signer
+}
+
+func setup(t *testing.T) harness {
+	t.Helper()
+	// Enough connections for every concurrent request to hold its own.
+	db, err := pgdb.Open(context.Background(), pgtest.NewURL(t, "logistics", migrations.Logistics()), 32)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	log := slog.New(slog.DiscardHandler)
+	e := httpserver.New(log)
+	h, err := webhookapi.New(webhookapi.Config{
+		DB: db, Shipments: shipment.NewService(db), Verifier: webhook.NewVerifier([][]byte{key}), Log: log,
+	})
+	require.NoError(t, err)
+	h.Register(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return harness{db: db, url: srv.URL + webhookapi.Path, signer: webhook.NewSigner([][]byte{key})}
+}
+
+// envelope is an event as finance's dispatcher sends it.
+func envelope(typ shipment.EventType, invoice uuid.UUID, seq int64) map[string]any {
+	data := map[string]any{
+		"invoice_id": invoice.String(), "invoice_number": "INV-000001", "customer_id": "cust-42",
+		"currency": "EUR", "total_minor": 12000,
+	}
+	switch typ {
+	case shipment.InvoicePaid:
+		data["payment_id"] = "pay-1"
+	case shipment.InvoiceRefunded:
+		data["refund_id"] = "ref-1"
+	}
+	return map[string]any{
+		"id": uuid.NewString(), "type": string(typ), "occurred_at": "2025-03-01T12:00:00Z",
+		"sequence": seq, "data": data,
+	}
+}
+
+// keyOf is the dispatcher's idempotency key of an envelope.
+func keyOf(env map[string]any) string {
+	data := env["data"].(map[string]any)
+	switch env["type"] {
+	case string(shipment.InvoicePaid):
+		return fmt.Sprintf("invoice.paid:%s:%s", data["invoice_id"], data["payment_id"])
+	case string(shipment.InvoiceRefunded):
+		return fmt.Sprintf("invoice.refunded:%s:%s", data["invoice_id"], data["refund_id"])
+	default:
+		return fmt.Sprintf("%s:%s", env["type"], data["invoice_id"])
+	}
+}
+
+func marshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+// request is a correctly signed delivery of body under key, attempt 1.
+func (h harness) request(t *testing.T, key string, body []byte) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.url, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(webhookapi.HeaderIdempotencyKey, key)
+	req.Header.Set("X-Attempt", "1")
+	req.Header.Set("X-Request-ID", uuid.NewString())
+	h.signer.SetHeaders(req.Header, "msg_"+uuid.NewString(), time.Now(), body)
+	return req
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends req on a connection of its own.
+func do(t *testing.T, req *http.Request) response {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return response{status: resp.StatusCode, header: resp.Header, body: body}
+}
+
+// send delivers env under its dispatcher key.
+func (h harness) send(t *testing.T, env map[string]any) response {
+	t.Helper()
+	return do(t, h.request(t, keyOf(env), marshal(t, env)))
+}
+
+func requireOK(t *testing.T, r response, want string) {
+	t.Helper()
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.JSONEq(t, want, string(r.body))
+}
+
+// requireProblem checks an error answer's status and problem type.
+func requireProblem(t *testing.T, r response, status int, slug string) {
+	t.Helper()
+	require.Equal(t, status, r.status, string(r.body))
+	require.Equal(t, "application/problem+json", r.header.Get("Content-Type"))
+	var p struct {
+		Type   string `json:"type"`
+		Status int    `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &p))
+	require.Equal(t, status, p.Status)
+	require.Equal(t, "https://handoff.dev/problems/"+slug, p.Type)
+}
+
+// counts are the rows of the logistics tables.
+type counts struct{ processed, shipments, history int }
+
+func (h harness) counts(t *testing.T) counts {
+	t.Helper()
+	var c counts
+	err := h.db.NewRaw(`SELECT (SELECT count(*) FROM logistics_processed_events),
+		(SELECT count(*) FROM shipments), (SELECT count(*) FROM shipment_history)`).
+		Scan(context.Background(), &c.processed, &c.shipments, &c.history)
+	require.NoError(t, err)
+	return c
+}
+
+// shipmentOf returns the state and version of the invoice's shipment.
+func (h harness) shipmentOf(t *testing.T, invoice uuid.UUID) (string, int64) {
+	t.Helper()
+	var state string
+	var version int64
+	err := h.db.NewRaw(`SELECT state, version FROM shipments WHERE invoice_id = ?`, invoice).
+		Scan(context.Background(), &state, &version)
+	require.NoError(t, err)
+	return state, version
+}

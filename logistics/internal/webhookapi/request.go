@@ -1,0 +1,83 @@
+package webhookapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"handoff/pkg/integrationkit/problem"
+)
+
+// HeaderIdempotencyKey carries the sender's stable key of one event.
+const HeaderIdempotencyKey = "X-Idempotency-Key"
+
+// Limits on what the webhook accepts.
+const (
+	MaxBodyBytes = 1 << 20
+	MaxKeyBytes  = 255
+)
+
+// readBody reads at most MaxBodyBytes of the request body; a longer body, announced
+// or actual, is a 413 and is not read further. MaxBytesReader also tells the server
+// to close the connection after answering, so the rest of the body is never read.
+func readBody(c echo.Context) ([]byte, error) {
+	req := c.Request()
+	if req.ContentLength > MaxBodyBytes {
+		return nil, tooLarge()
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, req.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, tooLarge()
+	}
+	if err != nil {
+		return nil, problem.New(http.StatusBadRequest, "unreadable-body", "the request body could not be read")
+	}
+	return body, nil
+}
+
+func tooLarge() error {
+	return problem.Newf(http.StatusRequestEntityTooLarge, "body-too-large", "the body exceeds %d bytes", MaxBodyBytes)
+}
+
+// checkContentType admits application/json, optionally with charset=utf-8.
+func checkContentType(header string) error {
+	mt, params, err := mime.ParseMediaType(header)
+	ok := err == nil && mt == "application/json"
+	for name, value := range params {
+		ok = ok && name == "charset" && strings.EqualFold(value, "utf-8")
+	}
+	if !ok {
+		return problem.New(http.StatusUnsupportedMediaType, "unsupported-media-type",
+			"the body must be application/json (charset utf-8)")
+	}
+	return nil
+}
+
+// idempotencyKey returns the one X-Idempotency-Key of h: 1 to MaxKeyBytes printable
+// ASCII characters.
+func idempotencyKey(h http.Header) (string, error) {
+	values := h.Values(HeaderIdempotencyKey)
+	if len(values) != 1 {
+		return "", badKey("exactly one %s header is required", HeaderIdempotencyKey)
+	}
+	key := values[0]
+	if key == "" || len(key) > MaxKeyBytes {
+		return "", badKey("%s must be 1 to %d bytes", HeaderIdempotencyKey, MaxKeyBytes)
+	}
+	for i := range len(key) {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return "", badKey("%s must be printable ASCII", HeaderIdempotencyKey)
+		}
+	}
+	return key, nil
+}
+
+func badKey(format string, args ...any) error {
+	return problem.New(http.StatusBadRequest, "invalid-idempotency-key", fmt.Sprintf(format, args...))
+}

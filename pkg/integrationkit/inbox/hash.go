@@ -1,0 +1,54 @@
+package inbox
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Canonicalize returns raw, one JSON value, in a canonical form: object keys sorted,
+// insignificant whitespace removed and strings re-escaped uniformly, so two encodings
+// of the same document give the same bytes. Numbers keep their literal text (1 and
+// 1.0 stay different), which is what a sender that re-sends the same bytes produces.
+func Canonicalize(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("inbox: canonicalize: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("inbox: canonicalize: data after the JSON value")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("inbox: canonicalize: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// HashJSON returns the SHA-256 of raw's canonical form (see Canonicalize), the
+// payload hash of an Item whose request body is JSON.
+func HashJSON(raw []byte) ([]byte, error) {
+	c, err := Canonicalize(raw)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(c)
+	return sum[:], nil
+}
+
+// Hash is HashJSON of v's JSON encoding. Fields of type json.RawMessage are
+// canonicalized too, so v may carry parts of a request verbatim.
+func Hash(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: hash: %w", err)
+	}
+	return HashJSON(raw)
+}

@@ -1,0 +1,198 @@
+// Package inbox is the idempotent consumer: it applies each idempotency key once, in
+// the same transaction as the business change it causes, and recognises every later
+// copy of the same request as a duplicate.
+//
+// The table, named by the service, needs at least these columns (more may follow,
+// filled through Item.Columns):
+//
+//	idempotency_key text PRIMARY KEY,
+//	payload_hash    bytea NOT NULL,
+//	result          text NOT NULL,
+//	received_at     timestamptz NOT NULL DEFAULT now()
+//
+// Process inserts the key with INSERT … ON CONFLICT DO NOTHING before it applies
+// anything. A concurrent copy of the same key therefore blocks on the primary key until
+// the first transaction ends: after a commit it sees the conflict and answers
+// duplicate, after a rollback it proceeds and applies. Identical requests that arrive
+// at the same instant thus give one application and duplicates, never an error.
+package inbox
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+
+	"github.com/uptrace/bun"
+)
+
+// ResultApplied is the result stored when apply returns an empty one.
+const ResultApplied = "applied"
+
+// ErrKeyReuse means the key was already processed with a different payload: the
+// sender reused a key for another request. Nothing was applied.
+var ErrKeyReuse = errors.New("inbox: idempotency key reused with a different payload")
+
+// ErrInvalidItem means an Item lacks its key or payload hash, or names a column that
+// is not a plain identifier.
+var ErrInvalidItem = errors.New("inbox: invalid item")
+
+// Item is one request to apply once.
+type Item struct {
+	// Key is the sender's stable idempotency key.
+	Key string
+	// PayloadHash identifies the request's content (see Hash and HashJSON); the same
+	// key with another hash is rejected with ErrKeyReuse.
+	PayloadHash []byte
+	// Columns are further columns of the inbox table stored with the record, by name
+	// (lowercase identifiers), e.g. the event id and type for later inspection.
+	Columns map[string]any
+}
+
+// Outcome says what Process did with an item.
+type Outcome struct {
+	// Duplicate is true when the key had already been processed with the same payload;
+	// nothing was applied this time.
+	Duplicate bool
+	// Result is what apply returned, or for a duplicate the result stored the first time.
+	Result string
+}
+
+// ApplyFunc makes the business change of an item inside tx and returns a short result
+// to store with the record (empty means ResultApplied). An error rolls back the
+// record too, so the same key can be tried again later.
+type ApplyFunc func(ctx context.Context, tx bun.Tx) (result string, err error)
+
+// Inbox records processed keys in one table.
+type Inbox struct {
+	table string
+}
+
+var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// New returns the inbox kept in table.
+func New(table string) (*Inbox, error) {
+	if !identifier.MatchString(table) {
+		return nil, fmt.Errorf("inbox: table name %q is not a plain lowercase identifier", table)
+	}
+	return &Inbox{table: table}, nil
+}
+
+// Process applies it in a transaction of its own: the record and apply's changes
+// commit together, or neither does (an apply error rolls both back and is returned).
+// A duplicate applies nothing; a reused key returns ErrKeyReuse.
+func (in *Inbox) Process(ctx context.Context, db *bun.DB, it Item, apply ApplyFunc) (Outcome, error) {
+	if err := it.validate(); err != nil {
+		return Outcome{}, err
+	}
+	var out Outcome
+	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		out, err = in.process(ctx, tx, it, apply)
+		return err
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, nil
+}
+
+// ProcessTx is Process inside the caller's transaction, under a savepoint: when apply
+// fails only this item's record and changes are undone and tx stays usable. A batch
+// consumer calls it once per item and commits once, so a bad item spoils no other.
+func (in *Inbox) ProcessTx(ctx context.Context, tx bun.Tx, it Item, apply ApplyFunc) (Outcome, error) {
+	if err := it.validate(); err != nil {
+		return Outcome{}, err
+	}
+	var out Outcome
+	err := tx.RunInTx(ctx, nil, func(ctx context.Context, sp bun.Tx) error {
+		var err error
+		out, err = in.process(ctx, sp, it, apply)
+		return err
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return out, nil
+}
+
+func (in *Inbox) process(ctx context.Context, tx bun.Tx, it Item, apply ApplyFunc) (Outcome, error) {
+	inserted, err := in.insert(ctx, tx, it)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if !inserted {
+		return in.duplicate(ctx, tx, it)
+	}
+	result, err := apply(ctx, tx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	result = cmp.Or(result, ResultApplied)
+	if result != ResultApplied {
+		_, err := tx.NewRaw(`UPDATE ? SET result = ? WHERE idempotency_key = ?`,
+			bun.Ident(in.table), result, it.Key).Exec(ctx)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("inbox: store result: %w", err)
+		}
+	}
+	return Outcome{Result: result}, nil
+}
+
+// insert claims the key; it reports false when the key is already recorded. A
+// concurrent uncommitted claim of the same key makes it wait for that transaction.
+func (in *Inbox) insert(ctx context.Context, tx bun.Tx, it Item) (bool, error) {
+	names := slices.Sorted(maps.Keys(it.Columns))
+	cols := []bun.Ident{"idempotency_key", "payload_hash", "result"}
+	vals := []any{it.Key, it.PayloadHash, ResultApplied}
+	for _, n := range names {
+		cols = append(cols, bun.Ident(n))
+		vals = append(vals, it.Columns[n])
+	}
+	res, err := tx.NewRaw(`INSERT INTO ? ? VALUES ? ON CONFLICT (idempotency_key) DO NOTHING`,
+		bun.Ident(in.table), bun.Tuple(cols), bun.Tuple(vals)).Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("inbox: record key: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("inbox: record key: %w", err)
+	}
+	return n == 1, nil
+}
+
+func (in *Inbox) duplicate(ctx context.Context, tx bun.Tx, it Item) (Outcome, error) {
+	var hash []byte
+	var result string
+	err := tx.NewRaw(`SELECT payload_hash, result FROM ? WHERE idempotency_key = ?`,
+		bun.Ident(in.table), it.Key).Scan(ctx, &hash, &result)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Only a concurrent purge of old records can remove the row between the two
+		// statements; the sender's retry will find the key free.
+		return Outcome{}, fmt.Errorf("inbox: record of key %q vanished while reading it", it.Key)
+	}
+	if err != nil {
+		return Outcome{}, fmt.Errorf("inbox: read record: %w", err)
+	}
+	if !bytes.Equal(hash, it.PayloadHash) {
+		return Outcome{}, fmt.Errorf("%w: %q", ErrKeyReuse, it.Key)
+	}
+	return Outcome{Duplicate: true, Result: result}, nil
+}
+
+func (it Item) validate() error {
+	if it.Key == "" || len(it.PayloadHash) == 0 {
+		return fmt.Errorf("%w: key and payload hash are required", ErrInvalidItem)
+	}
+	for n := range it.Columns {
+		if !identifier.MatchString(n) || n == "idempotency_key" || n == "payload_hash" || n == "result" {
+			return fmt.Errorf("%w: column %q", ErrInvalidItem, n)
+		}
+	}
+	return nil
+}
