@@ -1,0 +1,28 @@
+# handoff — see README.md. `make help` lists the targets.
+MODULES := pkg/integrationkit migrations finance logistics e2e
+
+.PHONY: help run test demo lint build clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+run: ## start PostgreSQL (found or private), both services, print URLs; Ctrl-C stops
+	@scripts/run.sh
+
+test: ## every test of every module, race detector on, against real PostgreSQL
+	@scripts/test.sh
+
+demo: ## invoices paid during a logistics outage, then recovery, on its own services
+	@export PG_ADMIN_URL=$$(scripts/pg.sh ensure) && cd e2e && go run ./cmd/demo
+
+lint: ## gofmt, go vet and staticcheck over every module
+	@test -z "$$(gofmt -l $(MODULES))" || { gofmt -l $(MODULES); exit 1; }
+	@for m in $(MODULES); do (cd $$m && go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...) || exit 1; done
+
+build: ## build both binaries into bin/
+	@mkdir -p bin
+	@cd finance && go build -o ../bin/finance ./cmd/finance
+	@cd logistics && go build -o ../bin/logistics ./cmd/logistics
+
+clean: ## remove bin/ (keeps .data/)
+	rm -rf bin

@@ -1,0 +1,309 @@
+// Package harness runs the real finance and logistics binaries as processes against
+// fresh PostgreSQL databases, for black-box and chaos tests.
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"handoff/migrations"
+	"handoff/pkg/integrationkit/pgtest"
+)
+
+// Dev credentials of every harness environment.
+const (
+	ClerkToken     = "clerk-e2e-token-0123456789"
+	OpsToken       = "ops-e2e-token-0123456789ab"
+	WarehouseToken = "warehouse-e2e-token-012345"
+)
+
+// SecretKey is the webhook secret both services share.
+var SecretKey = []byte("e2e-webhook-secret-0123456789abcdef")
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// repoRoot is the monorepo root, found from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Binaries builds both binaries once per test process and returns their directory.
+func Binaries(t testing.TB) string {
+	t.Helper()
+	dir, err := Build(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Build builds both binaries (with the race detector when race) once per process and
+// returns their directory.
+func Build(race bool) (string, error) {
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "handoff-e2e-bin-")
+		if buildErr != nil {
+			return
+		}
+		for _, svc := range []string{"finance", "logistics"} {
+			args := []string{"build", "-o", filepath.Join(binDir, svc)}
+			if race {
+				args = append(args, "-race")
+			}
+			cmd := exec.Command("go", append(args, "./cmd/"+svc)...)
+			cmd.Dir = filepath.Join(repoRoot(), svc)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("build %s: %v\n%s", svc, err, out)
+				return
+			}
+		}
+	})
+	return binDir, buildErr
+}
+
+// Env is one pair of services with their own databases.
+type Env struct {
+	FinanceDB, LogisticsDB string
+	Finance, Logistics     *Service
+}
+
+// Options adjusts an environment.
+type Options struct {
+	// FinanceEnv and LogisticsEnv are extra variables (override the defaults).
+	FinanceEnv, LogisticsEnv map[string]string
+	// LogisticsURL, when set, is where finance delivers (e.g. a fault proxy).
+	LogisticsURL string
+}
+
+// New starts logistics and finance on fresh databases and waits until both are ready.
+// Both are stopped when the test ends.
+func New(t testing.TB, opts Options) *Env {
+	t.Helper()
+	bin := Binaries(t)
+	env := &Env{
+		FinanceDB:   pgtest.NewURL(t, "finance", migrations.Finance()),
+		LogisticsDB: pgtest.NewURL(t, "logistics", migrations.Logistics()),
+	}
+	common := map[string]string{
+		"API_TOKENS":     "clerk:" + ClerkToken + ",ops:" + OpsToken + ",warehouse:" + WarehouseToken,
+		"WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(SecretKey),
+		"LOG_LEVEL":      "debug",
+	}
+	env.Logistics = NewService(t, filepath.Join(bin, "logistics"), merge(common,
+		map[string]string{"DATABASE_URL": env.LogisticsDB}, opts.LogisticsEnv))
+	env.Logistics.Start(t)
+	target := opts.LogisticsURL
+	if target == "" {
+		target = env.Logistics.URL + "/webhooks/finance"
+	}
+	env.Finance = NewService(t, filepath.Join(bin, "finance"), merge(common, map[string]string{
+		"DATABASE_URL":          env.FinanceDB,
+		"LOGISTICS_WEBHOOK_URL": target,
+		"OUTBOUND_ALLOW":        "127.0.0.1/32",
+	}, opts.FinanceEnv))
+	env.Finance.Start(t)
+	return env
+}
+
+func merge(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Service is one binary run as a process on a fixed loopback port.
+type Service struct {
+	name string
+	path string
+	env  map[string]string
+	Addr string
+	URL  string
+
+	logMu sync.Mutex
+	log   *bytes.Buffer
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has been reaped
+	state  *os.ProcessState
+}
+
+// NewService prepares a process of the binary at path on a free port; the test's
+// failure prints its log.
+func NewService(t testing.TB, path string, env map[string]string) *Service {
+	t.Helper()
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Prepare(path, addr, env)
+	t.Cleanup(func() {
+		s.Stop(t)
+		if t.Failed() {
+			t.Logf("---- %s log ----\n%s", s.name, s.Log())
+		}
+	})
+	return s
+}
+
+// Prepare describes a process of the binary at path serving on addr, not started.
+func Prepare(path, addr string, env map[string]string) *Service {
+	return &Service{name: filepath.Base(path), path: path, env: merge(env, map[string]string{"HTTP_ADDR": addr}),
+		Addr: addr, URL: "http://" + addr, log: &bytes.Buffer{}}
+}
+
+// Start runs the process and waits for /readyz, failing the test otherwise.
+func (s *Service) Start(t testing.TB) {
+	t.Helper()
+	if err := s.Run(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Run starts the process and waits up to within for /readyz.
+func (s *Service) Run(within time.Duration) error {
+	s.mu.Lock()
+	cmd := exec.Command(s.path, "serve")
+	cmd.Env = os.Environ()
+	for k, v := range s.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout = lockedWriter{s}
+	cmd.Stderr = lockedWriter{s}
+	if err := cmd.Start(); err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("start %s: %w", s.name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		s.mu.Lock()
+		s.state = cmd.ProcessState
+		s.mu.Unlock()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	return s.waitReady(within)
+}
+
+func (s *Service) waitReady(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("%s exited before it was ready (exit %d)\n%s", s.name, s.ExitCode(), s.Log())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not ready after %s\n%s", s.name, within, s.Log())
+}
+
+// Kill sends SIGKILL and waits for the process to die.
+func (s *Service) Kill(t testing.TB) { s.report(t, s.Signal(syscall.SIGKILL)) }
+
+// Stop sends SIGTERM and waits; a process still alive after 20 s is killed.
+func (s *Service) Stop(t testing.TB) { s.report(t, s.Signal(syscall.SIGTERM)) }
+
+func (s *Service) report(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// ExitCode of the last run (after Stop or Kill), -1 when killed by a signal.
+func (s *Service) ExitCode() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == nil {
+		return -1
+	}
+	return s.state.ExitCode()
+}
+
+// Signal sends sig and waits for the process to exit; after 20 s it is killed and an
+// error returned.
+func (s *Service) Signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-exited:
+		return nil
+	default:
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("%s did not stop within 20 s of %v", s.name, sig)
+	}
+}
+
+// Log returns everything the process wrote.
+func (s *Service) Log() string {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	return s.log.String()
+}
+
+type lockedWriter struct{ s *Service }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.s.logMu.Lock()
+	defer w.s.logMu.Unlock()
+	return w.s.log.Write(p)
+}
+
+// FreeAddr returns a loopback address with a port that was free a moment ago.
+func FreeAddr() (string, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// RemoveBinaries deletes what Build made; call it from TestMain after the tests.
+func RemoveBinaries() {
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+}
