@@ -35,7 +35,9 @@ func (d *Dispatcher) admit(ctx context.Context, rec outbox.Record) (breaker.Perm
 	}
 	if err := d.store.Settle(ctx, d.db, rec, out); err != nil {
 		d.log.WarnContext(ctx, "defer failed; the lease will expire", "event_id", rec.ID, "err", err)
+		return p, false
 	}
+	d.observer.Settled(ctx, rec, out)
 	return p, false
 }
 
@@ -55,6 +57,9 @@ func (d *Dispatcher) recordCircuit(ctx context.Context, rec outbox.Record, p bre
 	if err != nil {
 		d.log.WarnContext(ctx, "circuit update failed", "destination", rec.Destination, "err", err)
 		return
+	}
+	if tr != "" {
+		d.observer.CircuitChanged(ctx, rec.Destination, tr, rec)
 	}
 	switch tr {
 	case breaker.Opened, breaker.Reopened:

@@ -86,6 +86,8 @@ type Deps struct {
 	Rand *rand.Rand
 	// Breaker, when set, guards each destination with a cluster-wide circuit.
 	Breaker *breaker.Breaker
+	// Observer, when set, hears every settled outcome and circuit change.
+	Observer Observer
 	// Dial, when set, replaces the transport's dialer.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }

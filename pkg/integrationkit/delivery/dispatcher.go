@@ -28,13 +28,14 @@ import (
 
 // Dispatcher delivers the events of one outbox table.
 type Dispatcher struct {
-	db      *bun.DB
-	store   *outbox.Store
-	signer  *webhook.Signer
-	client  *http.Client
-	breaker *breaker.Breaker
-	cfg     Config
-	log     *slog.Logger
+	db       *bun.DB
+	store    *outbox.Store
+	signer   *webhook.Signer
+	client   *http.Client
+	breaker  *breaker.Breaker
+	observer Observer
+	cfg      Config
+	log      *slog.Logger
 
 	randMu sync.Mutex
 	rand   *rand.Rand
@@ -52,13 +53,17 @@ func New(db *bun.DB, store *outbox.Store, signer *webhook.Signer, cfg Config, de
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var obs Observer = noObserver{}
+	if deps.Observer != nil {
+		obs = deps.Observer
+	}
 	r := deps.Rand
 	if r == nil {
 		r = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
 	return &Dispatcher{
 		db: db, store: store, signer: signer, cfg: cfg, log: log.With("component", "dispatcher"),
-		client: newClient(cfg, deps.DialContext), rand: r, breaker: deps.Breaker,
+		client: newClient(cfg, deps.DialContext), rand: r, breaker: deps.Breaker, observer: obs,
 		wake: make(chan struct{}, 1),
 	}, nil
 }

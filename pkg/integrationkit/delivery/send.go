@@ -72,6 +72,7 @@ func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record) {
 		return
 	}
 	d.logOutcome(ctx, rec, out)
+	d.observer.Settled(ctx, rec, out)
 	d.recordCircuit(settleCtx, rec, permit, out)
 }
 
