@@ -1,7 +1,7 @@
 # handoff — see README.md. `make help` lists the targets.
 MODULES := pkg/integrationkit migrations finance logistics e2e
 
-.PHONY: help run test demo lint build clean
+.PHONY: help run test chaos demo lint build clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -11,6 +11,10 @@ run: ## start PostgreSQL (found or private), both services, print URLs; Ctrl-C s
 
 test: ## every test of every module, race detector on, against real PostgreSQL
 	@scripts/test.sh
+
+chaos: ## the full chaos suite: 300 invoices per scenario, 5 runs in a row (minutes)
+	@export TEST_DATABASE_URL=$$(scripts/pg.sh ensure) && cd e2e && \
+		CHAOS_INVOICES=300 CHAOS_RUNS=5 CHAOS_DURATION=20s go test -count=1 -run TestChaos -v -timeout 80m ./ | grep -v '^\s*{'
 
 demo: ## invoices paid during a logistics outage, then recovery, on its own services
 	@export PG_ADMIN_URL=$$(scripts/pg.sh ensure) && cd e2e && go run ./cmd/demo

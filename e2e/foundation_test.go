@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -172,3 +173,5 @@ func TestPayingAPaidInvoiceIsAConflict(t *testing.T) {
 	require.Equal(t, 1, query[int](t, env.FinanceDB, `SELECT count(*) FROM payments`))
 	require.Equal(t, 2, query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox`))
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

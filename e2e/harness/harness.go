@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"handoff/e2e/faultproxy"
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/pgtest"
 )
@@ -45,9 +46,11 @@ func repoRoot() string {
 }
 
 // Binaries builds both binaries once per test process and returns their directory.
+// They are built without the race detector: the unit tests run with it, and chaos
+// runs need the CPU for restarts and traffic.
 func Binaries(t testing.TB) string {
 	t.Helper()
-	dir, err := Build(true)
+	dir, err := Build(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +85,29 @@ func Build(race bool) (string, error) {
 type Env struct {
 	FinanceDB, LogisticsDB string
 	Finance, Logistics     *Service
+
+	// Proxy sits between finance and logistics when Options.Proxy was set.
+	Proxy *faultproxy.Proxy
+
+	bin        string
+	financeEnv map[string]string
+}
+
+// NewFinance prepares another finance replica on the same database and destination,
+// with extra variables on top; start it with Start or Run.
+func (e *Env) NewFinance(t testing.TB, extra map[string]string) *Service {
+	t.Helper()
+	return NewService(t, filepath.Join(e.bin, "finance"), merge(e.financeEnv, extra))
 }
 
 // Options adjusts an environment.
 type Options struct {
 	// FinanceEnv and LogisticsEnv are extra variables (override the defaults).
 	FinanceEnv, LogisticsEnv map[string]string
-	// LogisticsURL, when set, is where finance delivers (e.g. a fault proxy).
+	// LogisticsURL, when set, is where finance delivers.
 	LogisticsURL string
+	// Proxy puts a fault-injecting proxy between finance and logistics (Env.Proxy).
+	Proxy bool
 }
 
 // New starts logistics and finance on fresh databases and waits until both are ready.
@@ -110,14 +128,25 @@ func New(t testing.TB, opts Options) *Env {
 		map[string]string{"DATABASE_URL": env.LogisticsDB}, opts.LogisticsEnv))
 	env.Logistics.Start(t)
 	target := opts.LogisticsURL
+	if opts.Proxy {
+		p, err := faultproxy.New(env.Logistics.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		env.Proxy = p
+		target = "http://" + p.Addr() + "/webhooks/finance"
+	}
 	if target == "" {
 		target = env.Logistics.URL + "/webhooks/finance"
 	}
-	env.Finance = NewService(t, filepath.Join(bin, "finance"), merge(common, map[string]string{
+	env.bin = bin
+	env.financeEnv = merge(common, map[string]string{
 		"DATABASE_URL":          env.FinanceDB,
 		"LOGISTICS_WEBHOOK_URL": target,
 		"OUTBOUND_ALLOW":        "127.0.0.1/32",
-	}, opts.FinanceEnv))
+	}, opts.FinanceEnv)
+	env.Finance = env.NewFinance(t, nil)
 	env.Finance.Start(t)
 	return env
 }

@@ -1,0 +1,382 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"handoff/e2e/faultproxy"
+	"handoff/e2e/harness"
+)
+
+// chaosConfig makes the dispatcher retry fast and never give up during a chaos run.
+var chaosConfig = map[string]string{
+	"DISPATCH_INTERVAL":     "500ms",
+	"DISPATCH_TIMEOUT":      "2s",
+	"DISPATCH_LEASE":        "4s",
+	"DISPATCH_BACKOFF":      "50ms,100ms,250ms,500ms",
+	"DISPATCH_MAX_ATTEMPTS": "1000",
+	"BREAKER_THRESHOLD":     "5",
+	"BREAKER_COOLDOWN":      "500ms",
+	"LOG_LEVEL":             "info",
+}
+
+// scenario injects one kind of fault again and again until stop is closed, and
+// returns how many faults it injected.
+type scenario struct {
+	name   string
+	proxy  bool
+	inject func(t *testing.T, env *harness.Env, api *harness.Service, stop <-chan struct{}) (int, error)
+	// api picks the finance process the clerks talk to (a second replica, say).
+	api func(t *testing.T, env *harness.Env) *harness.Service
+}
+
+// streamDuration is how long the payment stream (and so the faults) lasts.
+func streamDuration() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("CHAOS_DURATION")); err == nil && d > 0 {
+		return d
+	}
+	return 5 * time.Second
+}
+
+func chaosSize() (invoices, runs int) {
+	invoices, runs = 40, 1
+	if v, err := strconv.Atoi(os.Getenv("CHAOS_INVOICES")); err == nil && v > 0 {
+		invoices = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("CHAOS_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	return invoices, runs
+}
+
+// every runs fault every period until stop; a fault that fails ends the loop.
+func every(period time.Duration, stop <-chan struct{}, fault func() error) (int, error) {
+	n := 0
+	for {
+		select {
+		case <-stop:
+			return n, nil
+		case <-time.After(period):
+		}
+		if err := fault(); err != nil {
+			return n, err
+		}
+		n++
+	}
+}
+
+func restart(s *harness.Service) error {
+	if err := s.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	return s.Run(60 * time.Second)
+}
+
+var scenarios = []scenario{
+	{name: "logistics SIGKILL every 300ms", inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+		return every(300*time.Millisecond, stop, func() error { return restart(env.Logistics) })
+	}},
+	{name: "finance SIGKILL mid-batch", inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+		return every(700*time.Millisecond, stop, func() error { return restart(env.Finance) })
+	}},
+	{name: "two finance replicas, one killed", api: func(t *testing.T, env *harness.Env) *harness.Service {
+		b := env.NewFinance(t, chaosConfig)
+		b.Start(t)
+		return b
+	}, inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+		return every(500*time.Millisecond, stop, func() error { return restart(env.Finance) })
+	}},
+	{name: "pg_terminate_backend on both", inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+		return every(250*time.Millisecond, stop, func() error { return terminateBackends(env) })
+	}},
+	{name: "proxy faults then healed", proxy: true, inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+		faults := []struct {
+			f     faultproxy.Fault
+			delay time.Duration
+		}{{faultproxy.Latency, 200 * time.Millisecond}, {faultproxy.Reset, 0}, {faultproxy.BlackHole, 0},
+			{faultproxy.CutResponse, 0}, {faultproxy.SlowBody, 20 * time.Millisecond}}
+		i := 0
+		n, err := every(700*time.Millisecond, stop, func() error {
+			f := faults[i%len(faults)]
+			env.Proxy.Set(f.f, f.delay)
+			i++
+			return nil
+		})
+		env.Proxy.Set(faultproxy.Pass, 0)
+		return n, err
+	}},
+	{name: "responses lost after apply", proxy: true, inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+		drop := false
+		n, err := every(400*time.Millisecond, stop, func() error {
+			drop = !drop
+			if drop {
+				env.Proxy.Set(faultproxy.DropResponse, 0)
+			} else {
+				env.Proxy.Set(faultproxy.Pass, 0)
+			}
+			return nil
+		})
+		env.Proxy.Set(faultproxy.Pass, 0)
+		return n, err
+	}},
+}
+
+func terminateBackends(env *harness.Env) error {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, env.FinanceDB)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname IN (current_database(), $1) AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+		dbName(env.LogisticsDB))
+	return err
+}
+
+func dbName(url string) string {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return ""
+	}
+	return cfg.Database
+}
+
+// TestChaos drives a stream of payments through each fault and then proves, in both
+// databases, that nothing was lost and nothing doubled. `make test` runs a short
+// version; `make chaos` runs 300 invoices per scenario, 5 runs in a row.
+func TestChaos(t *testing.T) {
+	t.Parallel()
+	invoices, runs := chaosSize()
+	var mu sync.Mutex
+	var table []string
+	t.Cleanup(func() {
+		t.Logf("\n%-34s %4s %7s %7s %10s %5s\n%s", "scenario", "run", "events", "faults", "duplicates", "lost",
+			strings.Join(table, "\n"))
+	})
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			for run := 1; run <= runs; run++ {
+				row := runScenario(t, sc, invoices)
+				mu.Lock()
+				table = append(table, fmt.Sprintf("%-34s %4d %7d %7d %10d %5d", sc.name, run, row.events, row.faults, row.duplicates, row.lost))
+				mu.Unlock()
+				if t.Failed() {
+					return
+				}
+			}
+		})
+	}
+}
+
+type chaosRow struct{ events, faults, duplicates, lost int }
+
+func runScenario(t *testing.T, sc scenario, invoices int) chaosRow {
+	env := harness.New(t, harness.Options{Proxy: sc.proxy, FinanceEnv: chaosConfig})
+	api := env.Finance
+	if sc.api != nil {
+		api = sc.api(t, env)
+	}
+	stop := make(chan struct{})
+	var faults int
+	var injectErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { faults, injectErr = sc.inject(t, env, api, stop) })
+	paid := payStream(t, api, invoices, streamDuration())
+	close(stop)
+	wg.Wait()
+	require.NoError(t, injectErr)
+
+	// Heal: both services up, then wait for the outbox to drain.
+	ensureUp(t, env.Logistics)
+	ensureUp(t, env.Finance)
+	require.Eventually(t, func() bool {
+		return query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox WHERE delivery_status <> 'delivered' OR lease_token IS NOT NULL`) == 0
+	}, 120*time.Second, 50*time.Millisecond, "outbox drained after healing")
+	return checkInvariants(t, env, paid, faults)
+}
+
+func ensureUp(t *testing.T, s *harness.Service) {
+	t.Helper()
+	if s.ExitCode() != -1 || !ready(s) {
+		require.NoError(t, s.Run(60*time.Second))
+	}
+}
+
+func ready(s *harness.Service) bool {
+	r, err := harness.Do(http.MethodGet, s.URL+"/readyz", "", nil)
+	return err == nil && r.Status == http.StatusOK
+}
+
+// payStream issues and pays n invoices through api with 4 concurrent clerks, paced to
+// take about d. A clerk whose request fails (the service is down, a connection
+// dropped) retries until it knows the outcome: an invoice is only counted once
+// finance said it is paid.
+func payStream(t *testing.T, api *harness.Service, n int, d time.Duration) []string {
+	t.Helper()
+	jobs := make(chan int)
+	var mu sync.Mutex
+	var paid []string
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := range jobs {
+				id, err := payOne(api, i)
+				if err != nil {
+					failed.Store(err)
+					continue
+				}
+				mu.Lock()
+				paid = append(paid, id)
+				mu.Unlock()
+			}
+		})
+	}
+	pace := time.NewTicker(d / time.Duration(n))
+	for i := range n {
+		<-pace.C
+		jobs <- i
+	}
+	pace.Stop()
+	close(jobs)
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		t.Fatal(err)
+	}
+	return paid
+}
+
+func payOne(api *harness.Service, i int) (string, error) {
+	var inv struct {
+		ID         string `json:"id"`
+		TotalMinor int64  `json:"total_minor"`
+		Status     string `json:"status"`
+	}
+	r, err := retry(func() (harness.Response, error) {
+		return harness.Do(http.MethodPost, api.URL+"/v1/invoices", harness.ClerkToken, map[string]any{
+			"customer_id": fmt.Sprintf("cust-%d", i), "currency": "EUR", "total_minor": 1000 + i})
+	}, http.StatusCreated)
+	if err != nil {
+		return "", err
+	}
+	if err := decodeInto(r, &inv); err != nil {
+		return "", err
+	}
+	paymentID := fmt.Sprintf("pay-%d", i)
+	r, err = retry(func() (harness.Response, error) {
+		return harness.Do(http.MethodPost, api.URL+"/v1/invoices/"+inv.ID+"/payments", harness.ClerkToken,
+			map[string]any{"payment_id": paymentID, "amount_minor": inv.TotalMinor})
+	}, http.StatusCreated, http.StatusConflict)
+	if err != nil {
+		return "", err
+	}
+	if r.Status == http.StatusConflict {
+		// A retry after a lost answer: the first attempt may have paid. Ask.
+		g, err := retry(func() (harness.Response, error) {
+			return harness.Do(http.MethodGet, api.URL+"/v1/invoices/"+inv.ID, harness.ClerkToken, nil)
+		}, http.StatusOK)
+		if err != nil {
+			return "", err
+		}
+		if err := decodeInto(g, &inv); err != nil {
+			return "", err
+		}
+		if inv.Status != "paid" {
+			return "", fmt.Errorf("payment of %s answered %d %s but the invoice is %s", inv.ID, r.Status, r.Body, inv.Status)
+		}
+	}
+	return inv.ID, nil
+}
+
+// retry repeats call until it answers one of want, for up to a minute; transport
+// errors and 5xx (a service restarting, a connection terminated) are retried.
+func retry(call func() (harness.Response, error), want ...int) (harness.Response, error) {
+	deadline := time.Now().Add(time.Minute)
+	var last string
+	for time.Now().Before(deadline) {
+		r, err := call()
+		if err == nil {
+			for _, w := range want {
+				if r.Status == w {
+					return r, nil
+				}
+			}
+			if r.Status < 500 {
+				return r, fmt.Errorf("unexpected answer %d %s", r.Status, r.Body)
+			}
+			last = fmt.Sprintf("%d %s", r.Status, r.Body)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return harness.Response{}, fmt.Errorf("no answer in a minute; last: %s", last)
+}
+
+func decodeInto(r harness.Response, v any) error {
+	return jsonUnmarshal(r.Body, v)
+}
+
+// checkInvariants proves the promise in both databases: every paid invoice has
+// exactly one shipment in waiting (or later), one processed event per outbox key and
+// no other, and no outbox row undelivered, failed or leased.
+func checkInvariants(t *testing.T, env *harness.Env, paid []string, faults int) chaosRow {
+	t.Helper()
+	outboxKeys := keys(t, env.FinanceDB, `SELECT idempotency_key FROM finance_outbox`)
+	processed := keys(t, env.LogisticsDB, `SELECT idempotency_key FROM logistics_processed_events`)
+	lost := 0
+	for k := range outboxKeys {
+		if !processed[k] {
+			lost++
+			t.Errorf("key %s delivered by finance but never processed by logistics", k)
+		}
+	}
+	for k := range processed {
+		require.True(t, outboxKeys[k], "logistics processed %s, which finance never wrote", k)
+	}
+	require.Equal(t, 0, query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox
+		WHERE delivery_status <> 'delivered' OR lease_token IS NOT NULL`), "no outbox row undelivered, failed or leased")
+	paidInFinance := query[int](t, env.FinanceDB, `SELECT count(*) FROM invoices WHERE status = 'paid'`)
+	require.Equal(t, len(paid), paidInFinance, "every payment the clerks saw is in finance, and no other")
+	require.Equal(t, paidInFinance, query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox WHERE event_type = 'invoice.paid'`))
+	for _, id := range paid {
+		require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM shipments WHERE invoice_id = $1 AND state = 'waiting'`, id),
+			"invoice %s has exactly one shipment in waiting", id)
+	}
+	require.Equal(t, len(paid), query[int](t, env.LogisticsDB, `SELECT count(*) FROM shipments WHERE state = 'waiting'`))
+	require.Equal(t, len(paid), query[int](t, env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events WHERE event_type = 'invoice.paid'`))
+	return chaosRow{events: len(outboxKeys), faults: faults, lost: lost,
+		duplicates: strings.Count(env.Logistics.Log(), `"duplicate":true`)}
+}
+
+func keys(t *testing.T, url, sql string) map[string]bool {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, sql)
+	require.NoError(t, err)
+	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	out := make(map[string]bool, len(list))
+	for _, k := range list {
+		require.False(t, out[k], "key %s stored twice", k)
+		out[k] = true
+	}
+	return out
+}
