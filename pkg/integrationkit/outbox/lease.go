@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // Record is a claimed event, leased to one dispatcher until LeaseToken is superseded.
@@ -96,58 +97,111 @@ type Outcome struct {
 	Label string
 }
 
-// Settle records an attempt and the event's new state in one statement, fenced by the
-// lease token: if another dispatcher took the row over, nothing is written and
-// ErrLeaseLost is returned.
+// Settle records an attempt and the event's new state, fenced by the lease token: if
+// another dispatcher took the row over, nothing is written and ErrLeaseLost is returned.
 func (s *Store) Settle(ctx context.Context, db bun.IDB, rec Record, out Outcome) error {
-	counted := 0
-	if out.Counted {
-		counted = 1
-	}
-	sent := 0
-	if out.Sent {
-		sent = 1
-	}
-	var code *int
-	if out.StatusCode != 0 {
-		code = &out.StatusCode
-	}
-	var settled int
-	err := db.NewRaw(`
-		WITH upd AS (
-			UPDATE ? SET
-				delivery_status = ?,
-				delivery_attempts = delivery_attempts + ?,
-				request_count = request_count + ?,
-				last_attempt_at = CASE WHEN ? = 1 THEN now() ELSE last_attempt_at END,
-				next_attempt_at = CASE WHEN ? = 'pending' THEN now() + make_interval(secs => ?) ELSE next_attempt_at END,
-				delivered_at = CASE WHEN ? = 'delivered' THEN now() ELSE delivered_at END,
-				last_status_code = CASE WHEN ? = 1 THEN ? ELSE last_status_code END,
-				last_error = CASE WHEN ? = 1 OR ? <> '' THEN NULLIF(?, '') ELSE last_error END,
-				failed_reason = NULLIF(?, ''),
-				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-			WHERE id = ? AND lease_token = ?
-			RETURNING id, request_count
-		), ins AS (
-			INSERT INTO ? (outbox_id, attempt_no, started_at, duration_ms, status_code,
-			               error_class, error, response_snippet, outcome)
-			SELECT id, request_count, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), NULLIF(?, ''), ?
-			FROM upd WHERE ? = 1
-		)
-		SELECT count(*) FROM upd`,
-		bun.Ident(s.table), out.Status, counted, sent,
-		sent, out.Status, out.RetryIn.Seconds(), out.Status,
-		sent, code, sent, out.Error, out.Error, out.FailedReason,
-		rec.ID, rec.LeaseToken,
-		bun.Ident(s.attempts), out.StartedAt, out.Duration.Milliseconds(), code,
-		out.ErrorClass, out.Error, out.Snippet, out.Label, sent).Scan(ctx, &settled)
+	settled, err := s.SettleMany(ctx, db, []Settlement{{Record: rec, Outcome: out}})
 	if err != nil {
-		return fmt.Errorf("outbox: settle %s: %w", rec.ID, err)
+		return err
 	}
-	if settled == 0 {
+	if len(settled) == 0 {
 		return fmt.Errorf("%w: %s", ErrLeaseLost, rec.ID)
 	}
 	return nil
+}
+
+// Settlement pairs a claimed record with its outcome.
+type Settlement struct {
+	Record  Record
+	Outcome Outcome
+}
+
+// SettleMany records the attempts and new states of many events in one statement, each
+// fenced by its own lease token, and returns the ids it settled: an event missing from
+// the result was taken over by another dispatcher and keeps the newer outcome.
+func (s *Store) SettleMany(ctx context.Context, db bun.IDB, items []Settlement) (map[uuid.UUID]bool, error) {
+	if len(items) == 0 {
+		return map[uuid.UUID]bool{}, nil
+	}
+	c := newColumns(items)
+	var ids []uuid.UUID
+	err := db.NewRaw(`
+		WITH v AS (
+			SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::int[], ?::int[], ?::float8[], ?::int[],
+			                     ?::text[], ?::text[], ?::text[], ?::float8[], ?::int[], ?::text[], ?::text[])
+			AS v(id, token, status, counted, sent, retry_secs, code, error, failed_reason, error_class,
+			     started, duration_ms, snippet, label)
+		), upd AS (
+			UPDATE ? AS o SET
+				delivery_status = v.status,
+				delivery_attempts = o.delivery_attempts + v.counted,
+				request_count = o.request_count + v.sent,
+				last_attempt_at = CASE WHEN v.sent = 1 THEN now() ELSE o.last_attempt_at END,
+				next_attempt_at = CASE WHEN v.status = 'pending' THEN now() + make_interval(secs => v.retry_secs) ELSE o.next_attempt_at END,
+				delivered_at = CASE WHEN v.status = 'delivered' THEN now() ELSE o.delivered_at END,
+				last_status_code = CASE WHEN v.sent = 1 THEN NULLIF(v.code, 0) ELSE o.last_status_code END,
+				last_error = CASE WHEN v.sent = 1 OR v.error <> '' THEN NULLIF(v.error, '') ELSE o.last_error END,
+				failed_reason = NULLIF(v.failed_reason, ''),
+				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+			FROM v WHERE o.id = v.id AND o.lease_token = v.token
+			RETURNING o.id, o.request_count
+		), ins AS (
+			INSERT INTO ? (outbox_id, attempt_no, started_at, duration_ms, status_code,
+			               error_class, error, response_snippet, outcome)
+			SELECT upd.id, upd.request_count, to_timestamp(v.started), v.duration_ms, NULLIF(v.code, 0),
+			       NULLIF(v.error_class, ''), NULLIF(v.error, ''), NULLIF(v.snippet, ''), v.label
+			FROM upd JOIN v ON v.id = upd.id WHERE v.sent = 1
+		)
+		SELECT id FROM upd`,
+		pgdialect.Array(c.ids), pgdialect.Array(c.tokens), pgdialect.Array(c.status), pgdialect.Array(c.counted),
+		pgdialect.Array(c.sent), pgdialect.Array(c.retrySecs), pgdialect.Array(c.code), pgdialect.Array(c.errs),
+		pgdialect.Array(c.failedReason), pgdialect.Array(c.errClass), pgdialect.Array(c.started),
+		pgdialect.Array(c.durationMS), pgdialect.Array(c.snippet), pgdialect.Array(c.label),
+		bun.Ident(s.table), bun.Ident(s.attempts)).Scan(ctx, &ids)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: settle %d events: %w", len(items), err)
+	}
+	settled := make(map[uuid.UUID]bool, len(ids))
+	for _, id := range ids {
+		settled[id] = true
+	}
+	return settled, nil
+}
+
+// columns is a batch of settlements turned into one array per column.
+type columns struct {
+	ids, tokens, status, errs, failedReason, errClass, snippet, label []string
+	counted, sent, code, durationMS                                     []int64
+	retrySecs, started                                                  []float64
+}
+
+func newColumns(items []Settlement) columns {
+	var c columns
+	for _, it := range items {
+		o := it.Outcome
+		c.ids = append(c.ids, it.Record.ID.String())
+		c.tokens = append(c.tokens, it.Record.LeaseToken.String())
+		c.status = append(c.status, o.Status)
+		c.counted = append(c.counted, b2i(o.Counted))
+		c.sent = append(c.sent, b2i(o.Sent))
+		c.retrySecs = append(c.retrySecs, o.RetryIn.Seconds())
+		c.code = append(c.code, int64(o.StatusCode))
+		c.errs = append(c.errs, o.Error)
+		c.failedReason = append(c.failedReason, o.FailedReason)
+		c.errClass = append(c.errClass, o.ErrorClass)
+		c.started = append(c.started, float64(o.StartedAt.UnixMicro())/1e6)
+		c.durationMS = append(c.durationMS, o.Duration.Milliseconds())
+		c.snippet = append(c.snippet, o.Snippet)
+		c.label = append(c.label, o.Label)
+	}
+	return c
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Release gives up a lease without an attempt (a dispatcher shutting down), so the
