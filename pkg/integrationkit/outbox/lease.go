@@ -171,8 +171,8 @@ func (s *Store) SettleMany(ctx context.Context, db bun.IDB, items []Settlement) 
 // columns is a batch of settlements turned into one array per column.
 type columns struct {
 	ids, tokens, status, errs, failedReason, errClass, snippet, label []string
-	counted, sent, code, durationMS                                     []int64
-	retrySecs, started                                                  []float64
+	counted, sent, code, durationMS                                   []int64
+	retrySecs, started                                                []float64
 }
 
 func newColumns(items []Settlement) columns {
