@@ -8,48 +8,65 @@ import (
 	"handoff/pkg/integrationkit/outbox"
 )
 
-// admit asks the destination's circuit whether rec may be sent. When it may not, the
-// event is deferred until the circuit can admit again: no request, no attempt spent.
-func (d *Dispatcher) admit(ctx context.Context, rec outbox.Record) (breaker.Permit, bool) {
+// admit asks the circuit of the records' destination whether they may be sent. When
+// they may not, they are deferred until the circuit can admit again: no request, no
+// attempt spent. All records share one destination.
+func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.Permit, bool) {
 	if d.breaker == nil {
 		return breaker.Permit{Allowed: true}, true
 	}
-	p, err := d.breaker.Acquire(ctx, d.db, rec.Destination)
+	p, err := d.breaker.Acquire(ctx, d.db, recs[0].Destination)
 	if err != nil {
 		// Without the circuit's state nothing is sent: the circuit may be open. The
-		// event goes back to the queue untouched (or its lease expires).
-		d.log.WarnContext(ctx, "circuit state unavailable; event released", "event_id", rec.ID, "err", err)
-		if err := d.store.Release(ctx, d.db, rec); err != nil {
-			d.log.WarnContext(ctx, "release failed; the lease will expire", "event_id", rec.ID, "err", err)
-		}
+		// events go back to the queue untouched (or their leases expire).
+		d.log.WarnContext(ctx, "circuit state unavailable; events released", "events", len(recs), "err", err)
+		d.release(ctx, recs)
 		return p, false
 	}
 	if p.Allowed {
 		return p, true
 	}
-	out := outbox.Outcome{
-		Status:  outbox.StatusPending,
-		RetryIn: p.Wait + d.spread(),
-		Error:   outbox.ErrorCircuitOpen,
-		Label:   "circuit_open",
+	items := make([]outbox.Settlement, len(recs))
+	for i, rec := range recs {
+		items[i] = outbox.Settlement{Record: rec, Outcome: outbox.Outcome{
+			Status:  outbox.StatusPending,
+			RetryIn: p.Wait + d.spread(),
+			Error:   outbox.ErrorCircuitOpen,
+			Label:   "circuit_open",
+		}}
 	}
-	if err := d.store.Settle(ctx, d.db, rec, out); err != nil {
-		d.log.WarnContext(ctx, "defer failed; the lease will expire", "event_id", rec.ID, "err", err)
-		return p, false
-	}
-	d.observer.Settled(ctx, rec, out)
+	d.settle(ctx, items)
 	return p, false
 }
 
-// recordCircuit feeds the outcome to the circuit: a retryable failure that spent the
-// budget counts against it, a 429 counts neither way, any other answer resets it.
-func (d *Dispatcher) recordCircuit(ctx context.Context, rec outbox.Record, p breaker.Permit, out outbox.Outcome) {
-	if d.breaker == nil || (!out.Counted && out.Status == outbox.StatusPending) {
+// verdict is what one request tells the circuit.
+type verdict int
+
+const (
+	neutral verdict = iota // a 429: the receiver is up but asks for patience
+	healthy                // any answer but a retryable failure
+	failing                // a retryable failure that spent the budget
+)
+
+func verdictOf(out outbox.Outcome) verdict {
+	switch {
+	case !out.Counted && out.Status == outbox.StatusPending:
+		return neutral
+	case out.Status == outbox.StatusPending || out.FailedReason == reasonExhausted:
+		return failing
+	default:
+		return healthy
+	}
+}
+
+// recordCircuit feeds a request's verdict to the circuit of rec's destination.
+func (d *Dispatcher) recordCircuit(ctx context.Context, rec outbox.Record, p breaker.Permit, v verdict) {
+	if d.breaker == nil || v == neutral {
 		return
 	}
 	var tr breaker.Transition
 	var err error
-	if out.Status == outbox.StatusPending || out.FailedReason == reasonExhausted {
+	if v == failing {
 		tr, err = d.breaker.Failure(ctx, d.db, rec.Destination, p)
 	} else {
 		tr, err = d.breaker.Success(ctx, d.db, rec.Destination, p)

@@ -39,6 +39,11 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// MaxResponseBytes bounds how much of a response is read (default 64 KiB).
 	MaxResponseBytes int64
+	// Mode is ModeSingle (default) or ModeBatch.
+	Mode string
+	// BatchSuffix is appended to an event's destination to reach the batch endpoint
+	// (default "/batch").
+	BatchSuffix string
 }
 
 func (c Config) withDefaults() Config {
@@ -55,6 +60,8 @@ func (c Config) withDefaults() Config {
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 8)
 	c.ShutdownGrace = cmp.Or(c.ShutdownGrace, 10*time.Second)
 	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, 64<<10)
+	c.Mode = cmp.Or(c.Mode, ModeSingle)
+	c.BatchSuffix = cmp.Or(c.BatchSuffix, "/batch")
 	return c
 }
 
@@ -67,6 +74,8 @@ func (c Config) Validate() error {
 		return errors.New("delivery: Concurrency must be at least 1")
 	case c.MaxAttempts < 1:
 		return errors.New("delivery: MaxAttempts must be at least 1")
+	case c.Mode != "" && c.Mode != ModeSingle && c.Mode != ModeBatch:
+		return fmt.Errorf("delivery: Mode must be %q or %q, not %q", ModeSingle, ModeBatch, c.Mode)
 	case c.Lease <= c.Timeout+time.Second:
 		return fmt.Errorf("delivery: Lease (%s) must exceed Timeout (%s) by more than a second, or live requests get reclaimed", c.Lease, c.Timeout)
 	}

@@ -141,25 +141,45 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 	for ctx.Err() == nil {
 		free := cap(slots) - len(slots)
 		claimed := 0
+		limit := min(free, d.cfg.Batch)
+		if d.cfg.Mode == ModeBatch {
+			limit = d.cfg.Batch // one slot carries a whole batch
+		}
 		if free > 0 {
-			recs, err := d.store.Claim(ctx, d.db, d.cfg.Owner, min(free, d.cfg.Batch), d.cfg.Lease)
+			recs, err := d.store.Claim(ctx, d.db, d.cfg.Owner, limit, d.cfg.Lease)
 			if err != nil && ctx.Err() == nil {
 				d.log.Error("claim failed", "err", err)
 			}
-			for _, rec := range recs {
+			for _, job := range d.jobs(recs) {
 				slots <- struct{}{}
 				inflight.Go(func() {
 					defer func() { <-slots; d.Wake() }()
-					d.deliver(hard, rec)
+					job(hard)
 				})
 			}
 			claimed = len(recs)
 		}
-		if claimed > 0 && claimed == free {
+		if claimed > 0 && claimed == limit {
 			continue // there may be more: claim again as soon as slots free up
 		}
 		d.sleep(ctx, claimed > 0 || free == 0)
 	}
+}
+
+// jobs splits claimed records into units of work: one per event, or in batch mode one
+// per destination.
+func (d *Dispatcher) jobs(recs []outbox.Record) []func(context.Context) {
+	var out []func(context.Context)
+	if d.cfg.Mode == ModeBatch {
+		for _, group := range groupByDestination(recs) {
+			out = append(out, func(ctx context.Context) { d.deliverBatch(ctx, group) })
+		}
+		return out
+	}
+	for _, rec := range recs {
+		out = append(out, func(ctx context.Context) { d.deliver(ctx, rec) })
+	}
+	return out
 }
 
 // sleep waits for a reason to claim again. With nothing claimed it also wakes for the

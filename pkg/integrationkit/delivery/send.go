@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,37 +49,54 @@ func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record) {
 	ctx = logging.WithCorrelationID(ctx, rec.CorrelationID)
 	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	permit, ok := d.admit(settleCtx, rec)
+	permit, ok := d.admit(settleCtx, []outbox.Record{rec})
 	if !ok {
 		return
 	}
 	res := d.send(ctx, rec)
 	if ctx.Err() != nil && res.err != nil {
-		if err := d.store.Release(settleCtx, d.db, rec); err != nil {
+		d.release(settleCtx, []outbox.Record{rec})
+		return
+	}
+	out := d.outcome(rec, Classify(res.status, res.header, res.err, time.Now()), res)
+	if settled := d.settle(settleCtx, []outbox.Settlement{{Record: rec, Outcome: out}}); settled == 1 {
+		d.recordCircuit(settleCtx, rec, permit, verdictOf(out))
+	}
+}
+
+// settle records outcomes, then logs and reports each settled one; it returns how
+// many were settled (the others' leases were taken over, or the database failed and
+// their leases will expire).
+func (d *Dispatcher) settle(ctx context.Context, items []outbox.Settlement) int {
+	settled, err := d.store.SettleMany(ctx, d.db, items)
+	if err != nil {
+		d.log.ErrorContext(ctx, "settle failed; the leases will expire and the events be retried", "events", len(items), "err", err)
+		return 0
+	}
+	for _, it := range items {
+		if !settled[it.Record.ID] {
+			d.log.WarnContext(ctx, "outcome discarded: lease taken over", "event_id", it.Record.ID)
+			continue
+		}
+		if it.Outcome.Sent {
+			d.logOutcome(logging.WithCorrelationID(ctx, it.Record.CorrelationID), it.Record, it.Outcome)
+		}
+		d.observer.Settled(ctx, it.Record, it.Outcome)
+	}
+	return len(settled)
+}
+
+// release gives the records back without an attempt.
+func (d *Dispatcher) release(ctx context.Context, recs []outbox.Record) {
+	for _, rec := range recs {
+		if err := d.store.Release(ctx, d.db, rec); err != nil {
 			d.log.WarnContext(ctx, "release failed; the lease will expire", "event_id", rec.ID, "err", err)
 		}
-		return
 	}
-	out := d.outcome(rec, res)
-	err := d.store.Settle(settleCtx, d.db, rec, out)
-	switch {
-	case errors.Is(err, outbox.ErrLeaseLost):
-		d.log.WarnContext(ctx, "outcome discarded: lease taken over", "event_id", rec.ID)
-		return
-	case err != nil:
-		d.log.ErrorContext(ctx, "settle failed; the lease will expire and the event be retried", "event_id", rec.ID, "err", err)
-		return
-	}
-	d.logOutcome(ctx, rec, out)
-	d.observer.Settled(ctx, rec, out)
-	d.recordCircuit(settleCtx, rec, permit, out)
 }
 
 func (d *Dispatcher) send(ctx context.Context, rec outbox.Record) response {
-	body, err := json.Marshal(Envelope{
-		ID: rec.ID.String(), Type: rec.EventType, OccurredAt: rec.CreatedAt.UTC(),
-		Sequence: rec.Sequence, Data: rec.Payload,
-	})
+	body, err := json.Marshal(envelope(rec))
 	if err != nil {
 		return response{err: fmt.Errorf("marshal envelope: %w", err), started: time.Now()}
 	}
@@ -112,8 +128,14 @@ func (d *Dispatcher) send(ctx context.Context, rec outbox.Record) response {
 	return res
 }
 
-func (d *Dispatcher) outcome(rec outbox.Record, res response) outbox.Outcome {
-	dec := Classify(res.status, res.header, res.err, time.Now())
+// envelope is the body of rec's delivery: the same bytes on every attempt.
+func envelope(rec outbox.Record) Envelope {
+	return Envelope{ID: rec.ID.String(), Type: rec.EventType, OccurredAt: rec.CreatedAt.UTC(),
+		Sequence: rec.Sequence, Data: rec.Payload}
+}
+
+// outcome turns a decision about rec's request into the event's next state.
+func (d *Dispatcher) outcome(rec outbox.Record, dec Decision, res response) outbox.Outcome {
 	out := outbox.Outcome{
 		Sent: true, StartedAt: res.started, Duration: res.duration, StatusCode: res.status,
 		Snippet: res.snippet, Label: dec.Reason, Counted: dec.Action != Retry || dec.Counted,
