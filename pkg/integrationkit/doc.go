@@ -6,15 +6,25 @@
 //
 //   - pgdb: open a bun database on pgx, run embedded golang-migrate migrations,
 //     classify PostgreSQL errors.
-//   - outbox: enqueue an event in the caller's transaction; claim, lease and settle it.
+//   - outbox: enqueue an event in the caller's transaction; claim, lease and settle it;
+//     inspect it and replay dead letters (keeping their history) for operators.
 //   - delivery: the dispatcher that drains an outbox over HTTP (retries, backoff,
 //     Retry-After, dead letters, per-aggregate order).
 //   - backoff: full-jitter schedules and Retry-After parsing.
 //   - webhook: Standard Webhooks signing and verification.
+//   - egress: the SSRF guard of outgoing requests (a dialer that checks the address
+//     actually dialed, an allowlist, a hardened HTTP client).
 //   - inbox: the idempotent consumer (apply each key once, in the business transaction).
 //   - idempotency: Stripe-style Idempotency-Key middleware for echo.
-//   - problem, auth, envconf: problem+json errors, bearer tokens per role, config.
+//   - problem, auth, envconf: problem+json errors, bearer tokens per role (and browser
+//     sessions sealed with them), config.
 //   - pgtest: a fresh, migrated PostgreSQL database per test.
+//   - pager: on-call alerts, deduplicated and rate-limited across replicas in
+//     PostgreSQL, sent to Slack off the delivery path.
+//   - retention: batched, idempotent purge and archive jobs under an advisory lock.
+//   - schedule: robfig/cron jobs under the Run(ctx) error runner contract.
+//   - metrics: Prometheus /metrics for a sender (outbox, deliveries, circuits) and a
+//     receiver (webhook answers, duplicates, latency).
 //
 // A third service adopts it by embedding its migrations (with an outbox table shaped
 // like the one documented in package outbox), calling outbox.Enqueue inside its own

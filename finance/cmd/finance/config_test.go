@@ -24,8 +24,10 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		"WEBHOOK_SECRET":        "not-a-secret",
 		"DATABASE_URL":          "mysql://x",
 		"LOG_LEVEL":             "loud",
+		"DISPATCH_MODE":         "bulk",
 		"BREAKER_THRESHOLD":     "many",
 		"BREAKER_COOLDOWN":      "-1s",
+		"OUTBOUND_ALLOW":        "10.0.0.0/8,169.254.169.254",
 	}
 	for name, value := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -63,4 +65,24 @@ func TestHelpListsEveryVariable(t *testing.T) {
 		"DISPATCH_BATCH", "DISPATCH_LEASE", "DISPATCH_BACKOFF", "DISPATCH_MAX_ATTEMPTS", "MIGRATE_ON_START"} {
 		require.True(t, strings.Contains(out.String(), v), v)
 	}
+}
+
+func TestOutboundAllowDefaultsToNothing(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseConfig(func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	require.Zero(t, cfg.OutboundAllow, "unset: every internal destination is refused")
+	cfg, err = parseConfig(func(k string) (string, bool) { return "127.0.0.1/32, logistics.internal:8082", k == "OUTBOUND_ALLOW" })
+	require.NoError(t, err)
+	require.NotZero(t, cfg.OutboundAllow)
+}
+
+// A webhook URL carrying credentials is refused without echoing the password.
+func TestWebhookURLWithCredentialsIsRefusedRedacted(t *testing.T) {
+	t.Parallel()
+	_, err := parseConfig(func(k string) (string, bool) {
+		return "http://svc:hunter2-secret@127.0.0.1:8082/webhooks/finance", k == "LOGISTICS_WEBHOOK_URL"
+	})
+	require.ErrorContains(t, err, "LOGISTICS_WEBHOOK_URL")
+	require.NotContains(t, err.Error(), "hunter2")
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"handoff/pkg/integrationkit/buildinfo"
 )
 
 const usage = `finance — invoices, payments, refunds, and the outbox that tells logistics.
@@ -18,6 +20,24 @@ Usage:
   finance serve                  run the API and the dispatcher (migrates first unless
                                  MIGRATE_ON_START=false)
   finance migrate up|down|version
+  finance outbox stats           counts by status, oldest pending age, circuits
+  finance outbox list [--status=pending|delivered|failed] [--type=] [--invoice=]
+                      [--from=] [--to=] [--limit=] [--cursor=]
+                                 events, newest first (--invoice takes INV-004711 or an id)
+  finance outbox show <event-id> one event with every attempt and its payload
+  finance outbox retry <event-id>
+  finance outbox retry --status=failed|pending [--type=] [--invoice=] [--from=] [--to=]
+                       [--limit=]
+                                 replay: due now, budget reset, history kept
+  finance outbox trace <invoice> the invoice's events, attempts and logistics' record
+  finance retention run          archive and purge past their windows now; print counts
+  finance reconcile [--since=1h|<RFC 3339 time>]
+                                 compare deliveries with logistics' processed events
+                                 (default: the last RECONCILE_WINDOW); exit 1 on any
+                                 discrepancy
+  finance healthcheck            exit 0 when the server at HTTP_ADDR answers /readyz
+                                 (the container healthcheck; the image has no curl)
+  finance version                print the build: module version, VCS revision, Go
   finance help
 
 `
@@ -35,7 +55,7 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage: finance serve | migrate up|down|version | help")
+var errUsage = errors.New("usage: finance serve | migrate up|down|version | outbox stats|list|show|retry|trace | retention run | reconcile | healthcheck | version | help")
 
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -45,6 +65,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	case "help", "-h", "--help":
 		_, err := fmt.Fprint(stdout, usage+envDoc)
 		return err
+	case "version":
+		return buildinfo.Print(stdout, "finance")
 	}
 	cfg, err := parseConfig(lookup)
 	if err != nil {
@@ -55,6 +77,14 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return serve(ctx, cfg, stderr)
 	case "migrate":
 		return migrate(cfg, args[1:], stdout)
+	case "retention":
+		return retentionCommand(ctx, cfg, args[1:], stdout)
+	case "reconcile":
+		return reconcileCommand(ctx, cfg, args[1:], stdout)
+	case "outbox":
+		return outboxCommand(ctx, cfg, args[1:], stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, cfg.HTTPAddr)
 	default:
 		return fmt.Errorf("unknown command %q: %w", args[0], errUsage)
 	}

@@ -96,6 +96,18 @@ func (store) invoice(ctx context.Context, db bun.IDB, id uuid.UUID, lock bool) (
 	return row.invoice(), nil
 }
 
+// invoiceBySeq reads the invoice numbered seq (INV-<seq>) without its lines.
+func (store) invoiceBySeq(ctx context.Context, db bun.IDB, seq int64) (Invoice, error) {
+	var row invoiceRow
+	if err := db.NewSelect().Model(&row).Where("seq = ?", seq).Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return Invoice{}, ErrNotFound
+		}
+		return Invoice{}, fmt.Errorf("select invoice: %w", err)
+	}
+	return row.invoice(), nil
+}
+
 // list reads up to f.Limit+1 invoices matching f, newest first, without lines;
 // the extra one tells the caller whether another page follows.
 func (store) list(ctx context.Context, db bun.IDB, f Filter) ([]Invoice, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/webhook"
+
+	"handoff/logistics/internal/webhookapi"
 )
 
 // Defaults of the configuration.
@@ -29,10 +32,15 @@ type Config struct {
 	MigrateOnStart bool
 	DBMaxConns     int
 	ShutdownGrace  time.Duration
+	Retention      retentionConfig
+	// BatchMaxItems bounds the items of one POST /webhooks/finance/batch.
+	BatchMaxItems int
+	LogLevel      slog.Level
 }
 
 // tokenRoles are the roles API_TOKENS may name: the same variable serves every handoff
-// service, and logistics admits only warehouse tokens.
+// service; logistics admits warehouse tokens on the warehouse API and ops tokens on
+// the ops API.
 var tokenRoles = []string{"clerk", "ops", "warehouse"}
 
 // parseConfig reads the configuration through getenv. needSecret is set for serve,
@@ -49,6 +57,11 @@ func parseConfig(getenv func(string) string, needSecret bool) (Config, error) {
 		MigrateOnStart: env.Bool("MIGRATE_ON_START", true),
 		DBMaxConns:     env.Int("DB_MAX_CONNS", defaultDBMaxConns),
 		ShutdownGrace:  env.Duration("SHUTDOWN_GRACE", defaultGrace),
+		Retention:      parseRetention(env),
+		BatchMaxItems:  env.Int("BATCH_MAX_ITEMS", webhookapi.DefaultBatchMaxItems),
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(env.String("LOG_LEVEL", "info"))); err != nil {
+		env.Fail("LOG_LEVEL", "want debug, info, warn or error")
 	}
 	if u, err := url.Parse(cfg.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		env.Fail("DATABASE_URL", "want a postgres:// URL")
@@ -83,10 +96,17 @@ const envHelp = `Environment:
                     (default ` + defaultDatabaseURL + `)
   HTTP_ADDR         listen address (default ` + defaultHTTPAddr + `)
   API_TOKENS        bearer tokens as role:token,... (roles clerk, ops, warehouse;
-                    logistics admits warehouse tokens; tokens ≥ 16 characters)
+                    logistics admits warehouse tokens on /v1/shipments and ops
+                    tokens on /v1/ops; tokens ≥ 16 characters)
   WEBHOOK_SECRET    Standard Webhooks secret(s) whsec_<base64> shared with finance;
                     several, comma-separated, during a rotation (required by serve)
   MIGRATE_ON_START  apply pending migrations when serve starts (default true)
   DB_MAX_CONNS      database connection pool size (default 20)
   SHUTDOWN_GRACE    how long serve waits for requests in flight on shutdown (default 10s)
+  LOG_LEVEL         debug, info, warn or error (default info)
+  BATCH_MAX_ITEMS   most events one POST /webhooks/finance/batch may carry; keep it
+                    at least finance's DISPATCH_BATCH (default 500)
+  RETENTION_SCHEDULE       cron spec of the retention run (default "0 3 * * *")
+  RETENTION_PROCESSED_AGE  processed events are deleted after (default 2160h = 90 days)
+  RETENTION_BATCH          rows per retention statement (default 1000)
 `

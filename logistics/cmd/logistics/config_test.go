@@ -23,6 +23,7 @@ func TestParseConfigDefaults(t *testing.T) {
 	require.True(t, cfg.MigrateOnStart)
 	require.Equal(t, 20, cfg.DBMaxConns)
 	require.Equal(t, 10*time.Second, cfg.ShutdownGrace)
+	require.Equal(t, 500, cfg.BatchMaxItems)
 	require.Len(t, cfg.WebhookKeys, 1)
 	require.Empty(t, cfg.Tokens.Roles())
 }
@@ -37,6 +38,7 @@ func TestParseConfigReadsEveryVariable(t *testing.T) {
 		"MIGRATE_ON_START": "false",
 		"DB_MAX_CONNS":     "5",
 		"SHUTDOWN_GRACE":   "3s",
+		"BATCH_MAX_ITEMS":  "100",
 	}), true)
 	require.NoError(t, err)
 	require.Equal(t, "postgresql://u@db:5432/logistics", cfg.DatabaseURL)
@@ -46,6 +48,7 @@ func TestParseConfigReadsEveryVariable(t *testing.T) {
 	require.False(t, cfg.MigrateOnStart)
 	require.Equal(t, 5, cfg.DBMaxConns)
 	require.Equal(t, 3*time.Second, cfg.ShutdownGrace)
+	require.Equal(t, 100, cfg.BatchMaxItems)
 }
 
 func TestParseConfigNamesTheInvalidVariable(t *testing.T) {
@@ -64,6 +67,7 @@ func TestParseConfigNamesTheInvalidVariable(t *testing.T) {
 		{"migrate flag", "MIGRATE_ON_START", "sometimes", true},
 		{"pool size", "DB_MAX_CONNS", "0", true},
 		{"grace", "SHUTDOWN_GRACE", "soon", true},
+		{"batch items", "BATCH_MAX_ITEMS", "0", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

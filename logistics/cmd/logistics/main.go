@@ -14,13 +14,18 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/uptrace/bun"
+	"golang.org/x/sync/errgroup"
 
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/buildinfo"
 	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/logging"
+	"handoff/pkg/integrationkit/metrics"
 	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/webhook"
 
+	"handoff/logistics/internal/opsapi"
+	"handoff/logistics/internal/processed"
 	"handoff/logistics/internal/shipment"
 	"handoff/logistics/internal/warehouseapi"
 	"handoff/logistics/internal/webhookapi"
@@ -35,6 +40,11 @@ Commands:
   migrate up            apply every pending migration
   migrate down          revert every migration (drops the logistics tables)
   migrate version       print the applied migration version
+  retention run         delete processed events past RETENTION_PROCESSED_AGE now and
+                        print how many
+  healthcheck           exit 0 when the server at HTTP_ADDR answers /readyz (the
+                        container healthcheck; the image has no curl)
+  version               print the build: module version, VCS revision, Go version
   help                  print this help
 
 `
@@ -66,6 +76,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "help", "-h", "-help", "--help":
 		_, err := fmt.Fprint(stdout, usage+envHelp)
 		return err
+	case "version":
+		if len(args) != 1 {
+			return errUsage
+		}
+		return buildinfo.Print(stdout, "logistics")
+	case "healthcheck":
+		if len(args) != 1 {
+			return errUsage
+		}
+		cfg, err := parseConfig(getenv, false)
+		if err != nil {
+			return err
+		}
+		return healthcheck(ctx, cfg.HTTPAddr)
 	case "serve":
 		if len(args) != 1 {
 			return errUsage
@@ -74,7 +98,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		return serve(ctx, cfg, logging.New(stderr, "logistics", slog.LevelInfo))
+		return serve(ctx, cfg, logging.New(stderr, "logistics", cfg.LogLevel))
+	case "retention":
+		if len(args) != 2 || args[1] != "run" {
+			return errUsage
+		}
+		cfg, err := parseConfig(getenv, false)
+		if err != nil {
+			return err
+		}
+		return retentionCommand(ctx, cfg, stdout)
 	case "migrate":
 		if len(args) != 2 {
 			return errUsage
@@ -107,7 +140,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	return httpserver.Serve(ctx, cfg.HTTPAddr, e, httpserver.Timeouts{}, cfg.ShutdownGrace, log)
+	ret, err := newRetention(db, cfg.Retention, log)
+	if err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return httpserver.Serve(ctx, cfg.HTTPAddr, e, httpserver.Timeouts{}, cfg.ShutdownGrace, log)
+	})
+	g.Go(func() error { return ret.Run(ctx) })
+	return g.Wait()
 }
 
 // newServer wires the routes of the service.
@@ -116,15 +158,21 @@ func newServer(db *bun.DB, cfg Config, log *slog.Logger) (*echo.Echo, error) {
 	httpserver.Health(e, func(ctx context.Context) error {
 		return pgdb.CheckCurrent(ctx, db, migrations.Logistics())
 	})
+	reg := metrics.NewRegistry()
+	hooks := metrics.NewWebhook(reg, "logistics")
+	e.Use(hooks.Middleware(webhookapi.Path, webhookapi.BatchPath))
+	metrics.Register(e, reg)
 	shipments := shipment.NewService(db)
 	wh, err := webhookapi.New(webhookapi.Config{
 		DB: db, Shipments: shipments, Verifier: webhook.NewVerifier(cfg.WebhookKeys), Log: log,
+		OnProcessed: hooks.Processed, BatchMaxItems: cfg.BatchMaxItems,
 	})
 	if err != nil {
 		return nil, err
 	}
 	wh.Register(e)
 	warehouseapi.New(shipments, cfg.Tokens).Register(e)
+	opsapi.New(processed.NewStore(db), shipments, cfg.Tokens).Register(e)
 	return e, nil
 }
 

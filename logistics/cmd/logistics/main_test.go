@@ -115,6 +115,16 @@ func TestServeMigratesServesAndShutsDownCleanly(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.True(t, strings.Contains(string(list), `"state":"waiting"`), string(list))
 
+	resp, err = client.Get(base + "/metrics")
+	require.NoError(t, err)
+	scraped, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	for _, series := range []string{`logistics_webhook_requests_total{status="200"} 1`,
+		`logistics_webhook_duplicates_total 0`, `logistics_webhook_duration_seconds_count 1`} {
+		require.Contains(t, string(scraped), series)
+	}
+
 	cancel()
 	select {
 	case err := <-done:

@@ -25,75 +25,51 @@ func NewService(db *bun.DB) *Service {
 // when ev is the first event seen. It returns ErrNotYetApplicable, changing nothing,
 // when ev needs a shipment that does not exist yet.
 func (s *Service) ApplyEvent(ctx context.Context, tx bun.IDB, ev Event) (Result, error) {
-	cur, err := s.store.lockByInvoice(ctx, tx, ev.InvoiceID)
+	outs, err := s.ApplyEvents(ctx, tx, []Event{ev})
 	if err != nil {
 		return "", err
 	}
-	if cur == nil {
-		res, ok, err := s.create(ctx, tx, ev)
-		if err != nil || ok {
-			return res, err
-		}
-		// Another transaction created the shipment after our look-up and has
-		// committed; decide again against its row.
-		if cur, err = s.store.lockByInvoice(ctx, tx, ev.InvoiceID); err != nil {
-			return "", err
-		}
-		if cur == nil {
-			return "", fmt.Errorf("shipment of invoice %s vanished after a conflicting insert", ev.InvoiceID)
-		}
-	}
-	return s.applyTo(ctx, tx, *cur, ev)
+	return outs[0].Result, outs[0].Err
 }
 
-// create makes the invoice's shipment from its first event; ok is false when another
-// transaction created it first.
-func (s *Service) create(ctx context.Context, tx bun.IDB, ev Event) (Result, bool, error) {
-	d, err := decide(nil, ev)
+// ApplyEvents applies evs inside tx with a fixed number of statements and returns one
+// outcome per event, in order. Each event gets the outcome it would get alone: events
+// of one invoice apply in sequence order, each against the state the previous ones
+// left, and an event that cannot apply yet (Outcome.Err) changes nothing.
+//
+// Locking, and why it cannot deadlock: the invoices' advisory locks are taken first,
+// in lock-key order, then their shipment rows. Every event application, single or
+// batch, does this after claiming its idempotency keys (a batch claims them in key
+// order) and afterwards touches only rows it inserted itself; a warehouse move takes
+// one shipment row and waits for nothing else. So locks are acquired keys first, then
+// invoices, each class in one global order, and no wait can close a cycle. Two event
+// applications never contend for a shipment row: its invoice lock already orders them.
+func (s *Service) ApplyEvents(ctx context.Context, tx bun.IDB, evs []Event) ([]Outcome, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	invoices := invoiceIDs(evs)
+	if err := s.store.lockInvoices(ctx, tx, invoices); err != nil {
+		return nil, err
+	}
+	current, err := s.store.lockByInvoices(ctx, tx, invoices)
 	if err != nil {
-		return "", false, err
+		return nil, err
 	}
-	id, err := uuid.NewV7()
+	p, err := planEvents(current, evs)
 	if err != nil {
-		return "", false, fmt.Errorf("new shipment id: %w", err)
+		return nil, err
 	}
-	sh, ok, err := s.store.create(ctx, tx, Shipment{
-		ID: id, InvoiceID: ev.InvoiceID, InvoiceNumber: ev.InvoiceNumber, CustomerID: ev.CustomerID,
-		State: d.to, Version: 1, LastEventSeq: ev.Sequence,
-	})
-	if err != nil || !ok {
-		return "", false, err
+	if err := s.store.insertShipments(ctx, tx, p.created); err != nil {
+		return nil, err
 	}
-	err = s.store.addChange(ctx, tx, sh.ID, Change{
-		To: sh.State, Version: sh.Version, Cause: string(ev.Type), IdempotencyKey: ev.IdempotencyKey,
-	})
-	if err != nil {
-		return "", false, err
+	if err := s.store.updateStates(ctx, tx, p.updated); err != nil {
+		return nil, err
 	}
-	return d.result, true, nil
-}
-
-func (s *Service) applyTo(ctx context.Context, tx bun.IDB, cur Shipment, ev Event) (Result, error) {
-	d, err := decide(&cur, ev)
-	if err != nil || d.result == ResultStale {
-		return d.result, err
+	if err := s.store.addChanges(ctx, tx, p.history); err != nil {
+		return nil, err
 	}
-	next := cur
-	next.LastEventSeq = ev.Sequence
-	if d.result == ResultApplied {
-		next.State, next.Version = d.to, cur.Version+1
-	}
-	if _, err := s.store.update(ctx, tx, next); err != nil {
-		return "", err
-	}
-	if d.result != ResultApplied {
-		return d.result, nil
-	}
-	err = s.store.addChange(ctx, tx, cur.ID, Change{
-		From: cur.State, To: next.State, Version: next.Version,
-		Cause: string(ev.Type), IdempotencyKey: ev.IdempotencyKey,
-	})
-	return d.result, err
+	return p.outcomes, nil
 }
 
 // Move is the warehouse moving a shipment to state to, having seen it at version.
@@ -117,7 +93,9 @@ func (s *Service) Move(ctx context.Context, id uuid.UUID, to State, version int6
 		if out.Shipment, err = s.store.update(ctx, tx, next); err != nil {
 			return err
 		}
-		err = s.store.addChange(ctx, tx, id, Change{From: cur.State, To: to, Version: next.Version, Cause: CauseWarehouse})
+		err = s.store.addChanges(ctx, tx, []change{{shipmentID: id, Change: Change{
+			From: cur.State, To: to, Version: next.Version, Cause: CauseWarehouse,
+		}}})
 		if err != nil {
 			return err
 		}

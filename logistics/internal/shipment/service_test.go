@@ -211,7 +211,7 @@ func TestGetUnknownShipment(t *testing.T) {
 	require.ErrorIs(t, err, shipment.ErrNotFound)
 }
 
-// Two first events of one invoice race: the loser waits on the invoice's unique key,
+// Two first events of one invoice race: the loser waits on the invoice's lock,
 // then applies its event to the winner's shipment instead of failing.
 func TestConcurrentFirstEventsOfAnInvoice(t *testing.T) {
 	t.Parallel()

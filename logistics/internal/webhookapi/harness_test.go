@@ -32,12 +32,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // harness is a real logistics webhook endpoint on its own database.
 type harness struct {
-	db     *bun.DB
-	url    string
-	signer *webhook.Signer
+	db       *bun.DB
+	url      string
+	batchURL string
+	signer   *webhook.Signer
 }
 
-func setup(t *testing.T) harness {
+func setup(t testing.TB) harness {
 	t.Helper()
 	// Enough connections for every concurrent request to hold its own.
 	db, err := pgdb.Open(context.Background(), pgtest.NewURL(t, "logistics", migrations.Logistics()), 32)
@@ -55,7 +56,10 @@ func setup(t *testing.T) harness {
 	h.Register(e)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	return harness{db: db, url: srv.URL + webhookapi.Path, signer: webhook.NewSigner([][]byte{key})}
+	return harness{
+		db: db, url: srv.URL + webhookapi.Path, batchURL: srv.URL + webhookapi.BatchPath,
+		signer: webhook.NewSigner([][]byte{key}),
+	}
 }
 
 // envelope is an event as finance's dispatcher sends it.

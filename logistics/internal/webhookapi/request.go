@@ -16,24 +16,25 @@ import (
 // HeaderIdempotencyKey carries the sender's stable key of one event.
 const HeaderIdempotencyKey = "X-Idempotency-Key"
 
-// Limits on what the webhook accepts.
+// Limits on what the webhook accepts. MaxBodyBytes also bounds each event of a batch.
 const (
-	MaxBodyBytes = 1 << 20
-	MaxKeyBytes  = 255
+	MaxBodyBytes      = 1 << 20
+	MaxBatchBodyBytes = 8 << 20
+	MaxKeyBytes       = 255
 )
 
-// readBody reads at most MaxBodyBytes of the request body; a longer body, announced
+// readBody reads at most limit bytes of the request body; a longer body, announced
 // or actual, is a 413 and is not read further. MaxBytesReader also tells the server
 // to close the connection after answering, so the rest of the body is never read.
-func readBody(c echo.Context) ([]byte, error) {
+func readBody(c echo.Context, limit int64) ([]byte, error) {
 	req := c.Request()
-	if req.ContentLength > MaxBodyBytes {
-		return nil, tooLarge()
+	if req.ContentLength > limit {
+		return nil, tooLarge(limit)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, req.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response().Writer, req.Body, limit))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return nil, tooLarge()
+		return nil, tooLarge(limit)
 	}
 	if err != nil {
 		return nil, problem.New(http.StatusBadRequest, "unreadable-body", "the request body could not be read")
@@ -41,8 +42,8 @@ func readBody(c echo.Context) ([]byte, error) {
 	return body, nil
 }
 
-func tooLarge() error {
-	return problem.Newf(http.StatusRequestEntityTooLarge, "body-too-large", "the body exceeds %d bytes", MaxBodyBytes)
+func tooLarge(limit int64) *problem.Problem {
+	return problem.Newf(http.StatusRequestEntityTooLarge, "body-too-large", "the body exceeds %d bytes", limit)
 }
 
 // checkContentType admits application/json, optionally with charset=utf-8.
@@ -66,18 +67,26 @@ func idempotencyKey(h http.Header) (string, error) {
 	if len(values) != 1 {
 		return "", badKey("exactly one %s header is required", HeaderIdempotencyKey)
 	}
-	key := values[0]
+	if err := checkKey(HeaderIdempotencyKey, values[0]); err != nil {
+		return "", err
+	}
+	return values[0], nil
+}
+
+// checkKey admits an idempotency key of 1 to MaxKeyBytes printable ASCII characters;
+// name says where the key came from.
+func checkKey(name, key string) *problem.Problem {
 	if key == "" || len(key) > MaxKeyBytes {
-		return "", badKey("%s must be 1 to %d bytes", HeaderIdempotencyKey, MaxKeyBytes)
+		return badKey("%s must be 1 to %d bytes", name, MaxKeyBytes)
 	}
 	for i := range len(key) {
 		if key[i] < 0x20 || key[i] > 0x7e {
-			return "", badKey("%s must be printable ASCII", HeaderIdempotencyKey)
+			return badKey("%s must be printable ASCII", name)
 		}
 	}
-	return key, nil
+	return nil
 }
 
-func badKey(format string, args ...any) error {
+func badKey(format string, args ...any) *problem.Problem {
 	return problem.New(http.StatusBadRequest, "invalid-idempotency-key", fmt.Sprintf(format, args...))
 }

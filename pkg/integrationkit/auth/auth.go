@@ -60,8 +60,8 @@ func (t Tokens) Roles() map[string]int {
 
 const principalKey = "auth.principal"
 
-// Require admits requests whose bearer token belongs to one of roles. Every token
-// is compared, whatever matched, so timing does not reveal which one did.
+// Require admits requests whose bearer token belongs to one of roles, comparing
+// tokens in constant time.
 func (t Tokens) Require(roles ...string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -70,27 +70,38 @@ func (t Tokens) Require(roles ...string) echo.MiddlewareFunc {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer`)
 				return problem.New(http.StatusUnauthorized, "unauthorized", "a bearer token is required")
 			}
-			sum := sha256.Sum256([]byte(raw))
-			matched := -1
-			for i, e := range t.entries {
-				if subtle.ConstantTimeCompare(sum[:], e.hash[:]) == 1 && matched < 0 {
-					matched = i
-				}
-			}
-			if matched < 0 {
+			e, ok := t.match(raw)
+			if !ok {
 				c.Response().Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 				return problem.New(http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
 			}
-			e := t.entries[matched]
 			if !slices.Contains(roles, e.role) {
 				return problem.Newf(http.StatusForbidden, "forbidden", "this endpoint needs role %s", strings.Join(roles, " or "))
 			}
-			// The principal names the token by a digest prefix, never by the token.
-			c.Set(principalKey, e.role+":"+hex.EncodeToString(e.hash[:6]))
+			c.Set(principalKey, e.principal())
 			return next(c)
 		}
 	}
 }
+
+// match finds the entry of a raw token. Every entry is compared, whatever matched, so
+// timing does not reveal which one did.
+func (t Tokens) match(raw string) (entry, bool) {
+	sum := sha256.Sum256([]byte(raw))
+	matched := -1
+	for i, e := range t.entries {
+		if subtle.ConstantTimeCompare(sum[:], e.hash[:]) == 1 && matched < 0 {
+			matched = i
+		}
+	}
+	if matched < 0 {
+		return entry{}, false
+	}
+	return t.entries[matched], true
+}
+
+// principal names the token by its role and a digest prefix, never by the token.
+func (e entry) principal() string { return e.role + ":" + hex.EncodeToString(e.hash[:6]) }
 
 // Principal returns the authenticated principal ("role:digest") of the request, or "".
 func Principal(c echo.Context) string {

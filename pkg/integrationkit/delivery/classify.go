@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"handoff/pkg/integrationkit/backoff"
+	"handoff/pkg/integrationkit/egress"
 )
 
 // Action is what the dispatcher does with an event after one answer.
@@ -69,11 +70,9 @@ func Classify(status int, h http.Header, err error, now time.Time) Decision {
 	}
 }
 
-// BlockedError is returned by a dialer guard that refused a destination; the event is
+// BlockedError is the egress guard's refusal of a destination; the event is
 // dead-lettered with reason blocked_destination and never retried.
-type BlockedError struct{ Addr string }
-
-func (e *BlockedError) Error() string { return "destination blocked: " + e.Addr }
+type BlockedError = egress.BlockedError
 
 func classifyError(err error) Decision {
 	var blocked *BlockedError
@@ -83,12 +82,15 @@ func classifyError(err error) Decision {
 	return Decision{Action: Retry, Counted: true, Reason: ErrorClass(err)}
 }
 
-// ErrorClass names a transport error for the attempt log: timeout, dns_error,
-// connection_refused, connection_reset or connection_error.
+// ErrorClass names a transport error for the attempt log: blocked_destination,
+// timeout, dns_error, connection_refused, connection_reset or connection_error.
 func ErrorClass(err error) string {
 	var dnsErr *net.DNSError
 	var netErr net.Error
+	var blocked *BlockedError
 	switch {
+	case errors.As(err, &blocked):
+		return "blocked_destination"
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
 		return "timeout"
 	case errors.As(err, &dnsErr):

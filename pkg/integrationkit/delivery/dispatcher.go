@@ -146,8 +146,8 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 			limit = d.cfg.Batch // one slot carries a whole batch
 		}
 		if free > 0 {
-			recs, err := d.store.Claim(ctx, d.db, d.cfg.Owner, limit, d.cfg.Lease)
-			if err != nil && ctx.Err() == nil {
+			recs, err := d.claim(ctx, limit)
+			if err != nil {
 				d.log.Error("claim failed", "err", err)
 			}
 			for _, job := range d.jobs(recs) {
@@ -164,6 +164,23 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		}
 		d.sleep(ctx, claimed > 0 || free == 0)
 	}
+}
+
+// claim leases up to limit events. The statement is not cancelled by a shutdown: a
+// cancelled claim may still have committed on the server and left leases nobody
+// works on. Events claimed as the shutdown began are released at once instead.
+func (d *Dispatcher) claim(ctx context.Context, limit int) ([]outbox.Record, error) {
+	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
+	defer cancel()
+	recs, err := d.store.Claim(claimCtx, d.db, d.cfg.Owner, limit, d.cfg.Lease)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		d.release(claimCtx, recs)
+		return nil, nil
+	}
+	return recs, nil
 }
 
 // jobs splits claimed records into units of work: one per event, or in batch mode one

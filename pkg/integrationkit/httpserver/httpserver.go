@@ -66,7 +66,7 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 				c.Error(err)
 			}
 			req := c.Request()
-			if c.Path() == "/healthz" || c.Path() == "/readyz" {
+			if c.Path() == "/healthz" || c.Path() == "/readyz" || c.Path() == "/metrics" {
 				return nil
 			}
 			log.InfoContext(req.Context(), "http request", "method", req.Method, "path", c.Path(),

@@ -15,6 +15,10 @@
 // the first transaction ends: after a commit it sees the conflict and answers
 // duplicate, after a rollback it proceeds and applies. Identical requests that arrive
 // at the same instant thus give one application and duplicates, never an error.
+//
+// ProcessBatch does the same for many items in one transaction with set-based
+// statements: the batch's keys are claimed by one insert in sorted order, and one
+// call applies every fresh item.
 package inbox
 
 import (
@@ -104,7 +108,8 @@ func (in *Inbox) Process(ctx context.Context, db *bun.DB, it Item, apply ApplyFu
 
 // ProcessTx is Process inside the caller's transaction, under a savepoint: when apply
 // fails only this item's record and changes are undone and tx stays usable. A batch
-// consumer calls it once per item and commits once, so a bad item spoils no other.
+// consumer may call it once per item and commit once, so a bad item spoils no other;
+// ProcessBatch does the same for a whole batch with a fixed number of statements.
 func (in *Inbox) ProcessTx(ctx context.Context, tx bun.Tx, it Item, apply ApplyFunc) (Outcome, error) {
 	if err := it.validate(); err != nil {
 		return Outcome{}, err
@@ -152,7 +157,7 @@ func (in *Inbox) insert(ctx context.Context, tx bun.Tx, it Item) (bool, error) {
 	vals := []any{it.Key, it.PayloadHash, ResultApplied}
 	for _, n := range names {
 		cols = append(cols, bun.Ident(n))
-		vals = append(vals, it.Columns[n])
+		vals = append(vals, sqlValue(it.Columns[n]))
 	}
 	res, err := tx.NewRaw(`INSERT INTO ? ? VALUES ? ON CONFLICT (idempotency_key) DO NOTHING`,
 		bun.Ident(in.table), bun.Tuple(cols), bun.Tuple(vals)).Exec(ctx)

@@ -1,6 +1,8 @@
 // Package outbox is the transactional outbox: a service writes an event in the same
 // transaction as its business change (Enqueue takes the caller's bun.IDB), and a
-// dispatcher later claims, leases and settles it.
+// dispatcher later claims, leases and settles it. Operators inspect it (Stats, List,
+// Detail, Aggregate) and replay dead letters (Retry, RetryMatching) through the same
+// Store.
 //
 // The table, named by the service (e.g. finance_outbox), must have the columns of
 // migrations/finance/000001_init.up.sql: id, event_type, payload, idempotency_key

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -116,7 +117,7 @@ func templateName(name string, src fs.FS) (string, error) {
 // an advisory lock serialises creators, and the template is renamed into place only
 // after its migrations succeeded.
 func ensureTemplate(ctx context.Context, tmpl string, src fs.FS) error {
-	conn, err := pgx.Connect(ctx, AdminURL())
+	conn, err := adminConnect(ctx)
 	if err != nil {
 		return fmt.Errorf("connect %s: %w", redact(AdminURL()), err)
 	}
@@ -146,8 +147,21 @@ func ensureTemplate(ctx context.Context, tmpl string, src fs.FS) error {
 	return err
 }
 
+// adminConnect connects to the admin database, waiting out "too many clients": many
+// test packages run at once, and a slot frees as soon as one of their tests ends.
+func adminConnect(ctx context.Context) (*pgx.Conn, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		conn, err := pgx.Connect(ctx, AdminURL())
+		if err == nil || pgdb.Code(err) != "53300" || time.Now().After(deadline) {
+			return conn, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func adminExec(ctx context.Context, sql string) error {
-	conn, err := pgx.Connect(ctx, AdminURL())
+	conn, err := adminConnect(ctx)
 	if err != nil {
 		return fmt.Errorf("connect %s: %w", redact(AdminURL()), err)
 	}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/uptrace/bun"
+
+	"handoff/finance/internal/invoice"
+	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/reconcile"
+	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/delivery"
+	"handoff/pkg/integrationkit/metrics"
+	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/pager"
+	"handoff/pkg/integrationkit/schedule"
+)
+
+// runner is the lifecycle contract of every background job: Run returns when ctx ends.
+type runner interface {
+	Run(ctx context.Context) error
+}
+
+// runnerFunc adapts a function to runner.
+type runnerFunc func(ctx context.Context) error
+
+// Run calls f.
+func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
+
+// oncall is what finance runs for its operators beside the API and the dispatcher:
+// the pager, the metrics, retention and reconciliation.
+type oncall struct {
+	// Observer hears the dispatcher: the pager and the delivery metrics.
+	Observer delivery.Observer
+	// Metrics is the registry served on /metrics.
+	Metrics *prometheus.Registry
+	Runners []runner
+}
+
+// newOncall builds the pager, the metrics and the scheduled jobs of finance.
+func newOncall(db *bun.DB, cfg config, log *slog.Logger) (*oncall, error) {
+	store, err := outbox.NewStore(invoice.OutboxTable)
+	if err != nil {
+		return nil, err
+	}
+	br, err := breaker.New(cfg.Breaker)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := newPager(db, cfg.Oncall, log)
+	if err != nil {
+		return nil, err
+	}
+	reg := metrics.NewRegistry()
+	reg.MustRegister(metrics.NewOutboxCollector("finance", db, store, br))
+	o := &oncall{
+		Observer: delivery.Observers{pg.DeliveryObserver(), metrics.NewDelivery(reg, "finance")},
+		Metrics:  reg,
+		Runners:  []runner{pg},
+	}
+	pending, err := schedule.New("@every "+pendingCheckEvery(cfg.Oncall.PendingAge).String(), func(ctx context.Context) {
+		if err := pg.CheckPending(ctx, db, store, cfg.Oncall.PendingAge); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "pending-age check failed", "err", err)
+		}
+	}, log)
+	if err != nil {
+		return nil, err
+	}
+	ret, err := newRetention(db, cfg.Oncall.Retention, log)
+	if err != nil {
+		return nil, err
+	}
+	o.Runners = append(o.Runners, pending, ret)
+	if cfg.Oncall.Reconcile.OpsToken == "" {
+		log.Warn("LOGISTICS_OPS_TOKEN is not set: scheduled reconciliation with logistics is off")
+		return o, nil
+	}
+	rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, pg, log)
+	if err != nil {
+		return nil, err
+	}
+	scheduled, err := schedule.New(cfg.Oncall.Reconcile.Schedule, rec.Scheduled, log)
+	if err != nil {
+		closeClient()
+		return nil, err
+	}
+	o.Runners = append(o.Runners, runnerFunc(func(ctx context.Context) error {
+		defer closeClient()
+		return scheduled.Run(ctx)
+	}))
+	return o, nil
+}
+
+// newPager returns the pager writing to Slack as configured, or only to the log.
+func newPager(db *bun.DB, c oncallConfig, log *slog.Logger) (*pager.Pager, error) {
+	sender, err := pager.NewSlackSender(c.Slack, &http.Client{})
+	if err != nil {
+		return nil, err
+	}
+	if sender == nil {
+		log.Info("no SLACK_WEBHOOK_URL or SLACK_TOKEN: alerts are only logged")
+	}
+	return pager.New(db, pager.Config{
+		Table: "finance_alerts", Service: "finance", AggregateLabel: "invoice",
+		DashboardURL: c.DashboardURL, Gather: c.AlertGather, Repeat: c.AlertRepeat,
+	}, pager.Deps{Log: log, Sender: sender})
+}
+
+// newReconciler returns the reconciler of finance against logistics' ops API, and the
+// function that releases its client; notifier may be nil (the CLI prints instead of
+// paging).
+func newReconciler(db *bun.DB, c reconcileConfig, notifier reconcile.Notifier, log *slog.Logger) (*reconcile.Reconciler, func(), error) {
+	client, err := logisticsops.New(logisticsops.Config{BaseURL: c.LogisticsURL, Token: c.OpsToken, Timeout: 30 * time.Second})
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid LOGISTICS_API_URL: %w", err)
+	}
+	rec := reconcile.New(db, reconcile.OpsAPI{Client: client}, notifier,
+		reconcile.Config{Overdue: c.Overdue, Window: c.Window}, log)
+	return rec, client.Close, nil
+}
+
+// pendingCheckEvery checks often enough to page within a quarter of the threshold,
+// and at most twice a minute.
+func pendingCheckEvery(threshold time.Duration) time.Duration {
+	return min(max(threshold/4, time.Second), 30*time.Second).Truncate(time.Second)
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/labstack/echo/v4"
+	"github.com/uptrace/bun"
+
+	"handoff/finance/internal/invoice"
+	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/ops"
+	"handoff/finance/internal/opsapi"
+	"handoff/finance/internal/opsweb"
+	"handoff/finance/internal/reconcile"
+	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/outbox"
+)
+
+// newOps builds the operations service that the ops API, the dashboard and the outbox
+// commands share, and the function that releases its logistics client.
+func newOps(db *bun.DB, cfg config, log *slog.Logger) (*ops.Service, func(), error) {
+	store, err := outbox.NewStore(invoice.OutboxTable)
+	if err != nil {
+		return nil, nil, err
+	}
+	br, err := breaker.New(cfg.Breaker)
+	if err != nil {
+		return nil, nil, err
+	}
+	invoices, err := invoice.NewService(db, invoice.Config{Destination: cfg.WebhookURL})
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid LOGISTICS_WEBHOOK_URL: %w", err)
+	}
+	client, err := logisticsops.New(logisticsops.Config{
+		BaseURL: cfg.Oncall.Reconcile.LogisticsURL, Token: cfg.Oncall.Reconcile.OpsToken,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid LOGISTICS_API_URL: %w", err)
+	}
+	svc, err := ops.New(ops.Config{
+		DB: db, Outbox: store, Invoices: invoices, Circuits: br, Logistics: client,
+		Reconciliations: latestReconciliation{db: db}, Log: log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return svc, client.Close, nil
+}
+
+// registerOps mounts the ops API (/v1/ops) and the dashboard (/ops/).
+func registerOps(e *echo.Echo, svc *ops.Service, cfg config, log *slog.Logger) error {
+	opsapi.Register(e.Group(""), svc, cfg.Tokens)
+	dash, err := opsweb.New(opsweb.Config{Service: svc, Tokens: cfg.Tokens, Log: log})
+	if err != nil {
+		return err
+	}
+	dash.Register(e)
+	return nil
+}
+
+// latestReconciliation shows the reconciliation job's newest stored report.
+type latestReconciliation struct {
+	db *bun.DB
+}
+
+func (l latestReconciliation) Latest(ctx context.Context) (ops.Reconciliation, bool, error) {
+	r, ok, err := reconcile.Latest(ctx, l.db)
+	if err != nil || !ok {
+		return ops.Reconciliation{}, ok, err
+	}
+	return ops.Reconciliation{
+		FinishedAt: r.FinishedAt, From: r.From, To: r.To, Delivered: r.Delivered, Processed: r.Processed,
+		MissingCount: r.MissingCount, UnknownCount: r.UnknownCount, OverdueCount: r.OverdueCount,
+		Missing: keys(r.Missing), Unknown: keys(r.Unknown), Overdue: keys(r.Overdue), Error: r.Error,
+	}, true, nil
+}
+
+func keys(ds []reconcile.Discrepancy) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.IdempotencyKey
+	}
+	return out
+}

@@ -1,0 +1,58 @@
+package opsapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"handoff/finance/internal/invoice"
+	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/problem"
+)
+
+// domainProblems maps each domain error to its answer. The slugs are the API's
+// stable contract; clients switch on them.
+var domainProblems = []struct {
+	err    error
+	status int
+	slug   string
+	detail string
+}{
+	{outbox.ErrNotFound, http.StatusNotFound, "event-not-found", "no outbox event has this id"},
+	{outbox.ErrDelivered, http.StatusConflict, "event-delivered", "the event is delivered; it is never sent again by hand"},
+	{outbox.ErrInFlight, http.StatusConflict, "event-in-flight", "a dispatcher is sending the event right now; look again in a moment"},
+	{invoice.ErrNotFound, http.StatusNotFound, "invoice-not-found", "no invoice has this id or number"},
+}
+
+// mapErrors turns the errors a handler returns into problems, in this one place;
+// errors it does not know stay as they are and become a logged 500.
+func mapErrors(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return problemFor(next(c))
+	}
+}
+
+func problemFor(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *outbox.FilterError
+	if errors.As(err, &fe) {
+		return problem.Invalid("the request is not valid", problem.FieldError{Field: fe.Field, Detail: fe.Detail})
+	}
+	var invalid *invoice.ValidationError
+	if errors.As(err, &invalid) {
+		fields := make([]problem.FieldError, len(invalid.Fields))
+		for i, f := range invalid.Fields {
+			fields[i] = problem.FieldError(f)
+		}
+		return problem.Invalid("the request is not valid", fields...)
+	}
+	for _, m := range domainProblems {
+		if errors.Is(err, m.err) {
+			return problem.New(m.status, m.slug, m.detail)
+		}
+	}
+	return err
+}

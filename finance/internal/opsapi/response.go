@@ -1,0 +1,216 @@
+package opsapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"handoff/finance/internal/invoice"
+	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/ops"
+	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/outbox"
+)
+
+// The response shapes; field names are the API's contract.
+
+type statsJSON struct {
+	Counts                  map[string]int64    `json:"counts"`
+	InFlight                int64               `json:"in_flight"`
+	OldestPendingAgeSeconds float64             `json:"oldest_pending_age_seconds"`
+	AsOf                    time.Time           `json:"as_of"`
+	Circuits                []circuitJSON       `json:"circuits"`
+	Reconciliation          *reconciliationJSON `json:"reconciliation"`
+	ReconciliationNote      string              `json:"reconciliation_note,omitempty"`
+}
+
+type circuitJSON struct {
+	Destination string     `json:"destination"`
+	State       string     `json:"state"`
+	Failures    int        `json:"failures"`
+	OpenUntil   *time.Time `json:"open_until"`
+	ChangedAt   time.Time  `json:"changed_at"`
+}
+
+type reconciliationJSON struct {
+	FinishedAt time.Time `json:"finished_at"`
+	From       time.Time `json:"from"`
+	To         time.Time `json:"to"`
+	Delivered  int       `json:"delivered"`
+	Processed  int       `json:"processed"`
+	Counts     struct {
+		Missing int `json:"missing"`
+		Unknown int `json:"unknown"`
+		Overdue int `json:"overdue"`
+	} `json:"discrepancies"`
+	Missing []string `json:"missing"`
+	Unknown []string `json:"unknown"`
+	Overdue []string `json:"overdue"`
+	Error   string   `json:"error,omitempty"`
+}
+
+type eventJSON struct {
+	ID             string          `json:"id"`
+	Type           string          `json:"type"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	InvoiceID      string          `json:"invoice_id"`
+	Sequence       int64           `json:"sequence"`
+	Destination    string          `json:"destination"`
+	CorrelationID  string          `json:"correlation_id"`
+	Status         string          `json:"status"`
+	Attempts       int             `json:"attempts"`
+	Requests       int             `json:"requests"`
+	InFlight       bool            `json:"in_flight"`
+	LastError      string          `json:"last_error,omitempty"`
+	LastStatusCode int             `json:"last_status_code,omitempty"`
+	FailedReason   string          `json:"failed_reason,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
+	LastAttemptAt  *time.Time      `json:"last_attempt_at"`
+	NextAttemptAt  time.Time       `json:"next_attempt_at"`
+	DeliveredAt    *time.Time      `json:"delivered_at"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+}
+
+type attemptJSON struct {
+	AttemptNo       int       `json:"attempt_no"`
+	StartedAt       time.Time `json:"started_at"`
+	DurationMS      int64     `json:"duration_ms"`
+	StatusCode      int       `json:"status_code,omitempty"`
+	ErrorClass      string    `json:"error_class,omitempty"`
+	Error           string    `json:"error,omitempty"`
+	ResponseSnippet string    `json:"response_snippet,omitempty"`
+	Outcome         string    `json:"outcome"`
+}
+
+type detailJSON struct {
+	eventJSON
+	AttemptLog []attemptJSON `json:"attempt_log"`
+	// Logistics is logistics' record of the event's key, in a trace; null when it has none.
+	Logistics *logisticsops.ProcessedEvent `json:"logistics,omitempty"`
+}
+
+type listJSON struct {
+	Items      []eventJSON `json:"items"`
+	NextCursor string      `json:"next_cursor,omitempty"`
+}
+
+type retryJSON struct {
+	Retried int  `json:"retried"`
+	More    bool `json:"more"`
+}
+
+type invoiceJSON struct {
+	ID         string    `json:"id"`
+	Number     string    `json:"number"`
+	Status     string    `json:"status"`
+	CustomerID string    `json:"customer_id"`
+	Currency   string    `json:"currency"`
+	TotalMinor int64     `json:"total_minor"`
+	PaidMinor  int64     `json:"paid_minor"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+type traceJSON struct {
+	Invoice   invoiceJSON   `json:"invoice"`
+	Events    []detailJSON  `json:"events"`
+	Logistics logisticsJSON `json:"logistics"`
+}
+
+type logisticsJSON struct {
+	Available bool                          `json:"available"`
+	Note      string                        `json:"note,omitempty"`
+	Processed []logisticsops.ProcessedEvent `json:"processed"`
+	Shipment  *logisticsops.Shipment        `json:"shipment"`
+}
+
+func newStatsJSON(ov ops.Overview) statsJSON {
+	st := ov.Stats
+	out := statsJSON{
+		Counts: map[string]int64{
+			outbox.StatusPending: st.Pending, outbox.StatusDelivered: st.Delivered, outbox.StatusFailed: st.Failed,
+		},
+		InFlight: st.InFlight, OldestPendingAgeSeconds: st.OldestPendingAge.Seconds(), AsOf: st.Now.UTC(),
+		Circuits: make([]circuitJSON, len(ov.Circuits)), ReconciliationNote: ov.ReconciliationNote,
+	}
+	for i, c := range ov.Circuits {
+		out.Circuits[i] = newCircuitJSON(c)
+	}
+	if r := ov.Reconciliation; r != nil {
+		rj := &reconciliationJSON{FinishedAt: r.FinishedAt.UTC(), From: r.From.UTC(), To: r.To.UTC(),
+			Delivered: r.Delivered, Processed: r.Processed, Missing: nonNil(r.Missing), Unknown: nonNil(r.Unknown),
+			Overdue: nonNil(r.Overdue), Error: r.Error}
+		rj.Counts.Missing, rj.Counts.Unknown, rj.Counts.Overdue = r.MissingCount, r.UnknownCount, r.OverdueCount
+		out.Reconciliation = rj
+	}
+	return out
+}
+
+func newCircuitJSON(c breaker.Circuit) circuitJSON {
+	return circuitJSON{Destination: c.Destination, State: c.State, Failures: c.Failures,
+		OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC()}
+}
+
+func newEventJSON(ev outbox.StoredEvent) eventJSON {
+	return eventJSON{
+		ID: ev.ID.String(), Type: ev.EventType, IdempotencyKey: ev.IdempotencyKey, InvoiceID: ev.AggregateKey,
+		Sequence: ev.Sequence, Destination: ev.Destination, CorrelationID: ev.CorrelationID, Status: ev.Status,
+		Attempts: ev.Attempts, Requests: ev.Requests, InFlight: ev.InFlight, LastError: ev.LastError,
+		LastStatusCode: ev.LastStatusCode, FailedReason: ev.FailedReason, CreatedAt: ev.CreatedAt.UTC(),
+		LastAttemptAt: utc(ev.LastAttemptAt), NextAttemptAt: ev.NextAttemptAt.UTC(), DeliveredAt: utc(ev.DeliveredAt),
+	}
+}
+
+// newDetailJSON shows an event with its payload and attempts, and logistics' record
+// of it when the caller has one.
+func newDetailJSON(d outbox.EventDetail, processed *logisticsops.ProcessedEvent) detailJSON {
+	out := detailJSON{eventJSON: newEventJSON(d.StoredEvent), AttemptLog: make([]attemptJSON, len(d.AttemptLog)),
+		Logistics: processed}
+	out.Payload = d.Payload
+	for i, a := range d.AttemptLog {
+		out.AttemptLog[i] = attemptJSON{AttemptNo: a.No, StartedAt: a.StartedAt.UTC(),
+			DurationMS: a.Duration.Milliseconds(), StatusCode: a.StatusCode, ErrorClass: a.ErrorClass,
+			Error: a.Error, ResponseSnippet: a.ResponseSnippet, Outcome: a.Outcome}
+	}
+	return out
+}
+
+func newTraceJSON(t ops.Trace) traceJSON {
+	out := traceJSON{
+		Invoice: newInvoiceJSON(t.Invoice), Events: make([]detailJSON, len(t.Events)),
+		Logistics: logisticsJSON{Note: t.LogisticsNote, Processed: []logisticsops.ProcessedEvent{}},
+	}
+	for i, d := range t.Events {
+		var rec *logisticsops.ProcessedEvent
+		if p, ok := t.Processed(d.IdempotencyKey); ok {
+			rec = &p
+		}
+		out.Events[i] = newDetailJSON(d, rec)
+	}
+	if l := t.Logistics; l != nil {
+		out.Logistics.Available = true
+		out.Logistics.Processed = append(out.Logistics.Processed, l.Items...)
+		out.Logistics.Shipment = l.Shipment
+	}
+	return out
+}
+
+func newInvoiceJSON(inv invoice.Invoice) invoiceJSON {
+	return invoiceJSON{ID: inv.ID.String(), Number: inv.Number, Status: string(inv.Status),
+		CustomerID: inv.CustomerID, Currency: inv.Currency, TotalMinor: inv.TotalMinor, PaidMinor: inv.PaidMinor,
+		CreatedAt: inv.CreatedAt.UTC(), UpdatedAt: inv.UpdatedAt.UTC()}
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

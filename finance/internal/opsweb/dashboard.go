@@ -1,0 +1,145 @@
+// Package opsweb is finance's operations dashboard, served at /ops/: server-rendered
+// html/template pages (every value escaped), one embedded stylesheet, no scripts. It
+// shows the outbox at a glance (counts, the oldest pending event, circuits, the latest
+// reconciliation), the failed events with their last error and a Retry button, one
+// event with every attempt, and the trace of an invoice across both services.
+//
+// A person signs in with an ops token on /ops/login and gets a session cookie that is
+// HttpOnly, SameSite=Strict and holds an HMAC sealed with the token, never the token
+// itself (see auth.Tokens.Login). Every POST must come from the dashboard's own origin
+// and, once signed in, carry the session's CSRF token.
+package opsweb
+
+import (
+	"bytes"
+	"cmp"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"handoff/finance/internal/ops"
+	"handoff/pkg/integrationkit/auth"
+)
+
+// Paths of the dashboard; other components (the pager) link to its pages with EventPath
+// and TracePath.
+const (
+	BasePath  = "/ops/"
+	LoginPath = "/ops/login"
+)
+
+// Role is the token role that may sign in.
+const Role = "ops"
+
+// maxFormBytes bounds a form: a token, a CSRF token, a path.
+const maxFormBytes = "16K"
+
+// DefaultSessionTTL is how long a sign-in lasts.
+const DefaultSessionTTL = 8 * time.Hour
+
+// EventPath is the dashboard page of one outbox event.
+func EventPath(id uuid.UUID) string { return BasePath + "events/" + id.String() }
+
+// TracePath is the dashboard page tracing the invoice ref names (id or number).
+func TracePath(ref string) string { return BasePath + "invoices/" + url.PathEscape(ref) }
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets/style.css
+var stylesheet []byte
+
+// pages are the templates, each rendered inside layout.html.
+var pages = []string{"login", "overview", "events", "event", "trace", "error"}
+
+// Config holds the dashboard's dependencies; Service and Tokens are required.
+type Config struct {
+	Service *ops.Service
+	Tokens  auth.Tokens
+	// SessionTTL is how long a sign-in lasts (default DefaultSessionTTL).
+	SessionTTL time.Duration
+	Log        *slog.Logger
+	// Now is the clock of sessions (default time.Now).
+	Now func() time.Time
+}
+
+// Dashboard serves the pages.
+type Dashboard struct {
+	cfg   Config
+	pages map[string]*template.Template
+}
+
+// New parses the templates and returns the dashboard of cfg.
+func New(cfg Config) (*Dashboard, error) {
+	if cfg.Service == nil {
+		return nil, errors.New("opsweb: Service is required")
+	}
+	cfg.SessionTTL = cmp.Or(cfg.SessionTTL, DefaultSessionTTL)
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	d := &Dashboard{cfg: cfg, pages: map[string]*template.Template{}}
+	for _, name := range pages {
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("opsweb: parse %s: %w", name, err)
+		}
+		d.pages[name] = t
+	}
+	return d, nil
+}
+
+// Register mounts the dashboard under /ops on e.
+func (d *Dashboard) Register(e *echo.Echo) {
+	e.GET("/ops", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, BasePath) })
+	g := e.Group("/ops", securityHeaders, d.renderErrors, middleware.BodyLimit(maxFormBytes), sameOrigin)
+	g.GET("/assets/style.css", serveStylesheet)
+	g.GET("/login", d.loginForm)
+	g.POST("/login", d.login)
+
+	in := g.Group("", d.requireSession)
+	in.POST("/logout", d.logout, checkCSRF)
+	in.GET("/", d.overview)
+	in.GET("/events", d.events)
+	in.GET("/events/:id", d.event)
+	in.POST("/events/:id/retry", d.retry, checkCSRF)
+	in.GET("/invoices", d.search)
+	in.GET("/invoices/:ref", d.trace)
+}
+
+func serveStylesheet(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
+	return c.Blob(http.StatusOK, "text/css; charset=utf-8", stylesheet)
+}
+
+// view is what every page template receives.
+type view struct {
+	Title     string
+	Principal string
+	CSRF      string
+	Notice    string
+	Data      any
+}
+
+// render executes the page into a buffer first, so a template error never sends half
+// a page.
+func (d *Dashboard) render(c echo.Context, status int, name string, v view) error {
+	v.Principal, v.CSRF = principal(c), csrf(c)
+	var buf bytes.Buffer
+	if err := d.pages[name].ExecuteTemplate(&buf, "layout", v); err != nil {
+		return fmt.Errorf("opsweb: render %s: %w", name, err)
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}

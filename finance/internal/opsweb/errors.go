@@ -1,0 +1,70 @@
+package opsweb
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"handoff/finance/internal/invoice"
+	"handoff/pkg/integrationkit/outbox"
+)
+
+// errForbidden refuses a request that is not from the dashboard's own pages.
+var errForbidden = errors.New("opsweb: request refused")
+
+// pageErrors maps the errors handlers return to the page shown, in this one place.
+var pageErrors = []struct {
+	err     error
+	status  int
+	message string
+}{
+	{errForbidden, http.StatusForbidden, "This request did not come from a dashboard page of this server. Reload the page and try again."},
+	{outbox.ErrNotFound, http.StatusNotFound, "No outbox event has this id."},
+	{outbox.ErrDelivered, http.StatusConflict, "The event is delivered; it is never sent again by hand."},
+	{outbox.ErrInFlight, http.StatusConflict, "A dispatcher is sending this event right now. Look again in a moment."},
+	{invoice.ErrNotFound, http.StatusNotFound, "No invoice has this id or number."},
+}
+
+type errorPage struct {
+	Status  int
+	Message string
+}
+
+// renderErrors shows the error a handler returned as a page. Known errors say what
+// happened; anything else is logged and shown as a plain 500.
+func (d *Dashboard) renderErrors(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		if err == nil || c.Response().Committed {
+			return err
+		}
+		page := d.pageFor(c, err)
+		if rerr := d.render(c, page.Status, "error", view{Title: http.StatusText(page.Status), Data: page}); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return nil
+	}
+}
+
+func (d *Dashboard) pageFor(c echo.Context, err error) errorPage {
+	var he *echo.HTTPError
+	var fe *outbox.FilterError
+	var invalid *invoice.ValidationError
+	switch {
+	case errors.As(err, &he) && he.Code < 500:
+		return errorPage{he.Code, http.StatusText(he.Code)}
+	case errors.As(err, &fe):
+		return errorPage{http.StatusBadRequest, "The " + fe.Field + " " + fe.Detail + "."}
+	case errors.As(err, &invalid):
+		return errorPage{http.StatusBadRequest, "Search for an invoice by its number (INV-004711 or 4711) or its id."}
+	}
+	for _, m := range pageErrors {
+		if errors.Is(err, m.err) {
+			return errorPage{m.status, m.message}
+		}
+	}
+	d.cfg.Log.ErrorContext(c.Request().Context(), "dashboard request failed", "err", err,
+		"method", c.Request().Method, "path", c.Path())
+	return errorPage{http.StatusInternalServerError, "Something went wrong on the server; it is logged."}
+}

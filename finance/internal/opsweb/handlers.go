@@ -1,0 +1,142 @@
+package opsweb
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"handoff/finance/internal/ops"
+	"handoff/pkg/integrationkit/auth"
+	"handoff/pkg/integrationkit/outbox"
+)
+
+// failedOnOverview is how many of the newest failed events the overview lists.
+const failedOnOverview = 50
+
+type loginPage struct {
+	Next   string
+	Failed bool
+}
+
+type overviewPage struct {
+	ops.Overview
+	Failed outbox.EventPage
+}
+
+type eventsPage struct {
+	Status, Type, Invoice string
+	Page                  outbox.EventPage
+	NextURL               string
+}
+
+func (d *Dashboard) loginForm(c echo.Context) error {
+	return d.render(c, http.StatusOK, "login", view{Title: "Sign in", Data: loginPage{Next: safeNext(c.QueryParam("next"))}})
+}
+
+func (d *Dashboard) login(c echo.Context) error {
+	next := safeNext(c.FormValue("next"))
+	err := d.startSession(c, c.FormValue("token"))
+	if errors.Is(err, auth.ErrInvalidToken) || errors.Is(err, auth.ErrForbidden) {
+		d.cfg.Log.WarnContext(c.Request().Context(), "dashboard login refused", "remote", c.RealIP(), "err", err)
+		return d.render(c, http.StatusUnauthorized, "login", view{Title: "Sign in", Data: loginPage{Next: next, Failed: true}})
+	}
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+func (d *Dashboard) logout(c echo.Context) error {
+	d.clearSession(c)
+	return c.Redirect(http.StatusSeeOther, LoginPath)
+}
+
+func (d *Dashboard) overview(c echo.Context) error {
+	ctx := c.Request().Context()
+	ov, err := d.cfg.Service.Overview(ctx)
+	if err != nil {
+		return err
+	}
+	failed, err := d.cfg.Service.Events(ctx, outbox.Filter{Status: outbox.StatusFailed, Limit: failedOnOverview})
+	if err != nil {
+		return err
+	}
+	return d.render(c, http.StatusOK, "overview", view{Title: "Overview", Data: overviewPage{Overview: ov, Failed: failed}})
+}
+
+func (d *Dashboard) events(c echo.Context) error {
+	ctx := c.Request().Context()
+	q := c.QueryParams()
+	p := eventsPage{Status: q.Get("status"), Type: strings.TrimSpace(q.Get("type")), Invoice: strings.TrimSpace(q.Get("invoice"))}
+	f := outbox.Filter{Status: p.Status, Type: p.Type}
+	if p.Invoice != "" {
+		key, err := d.cfg.Service.AggregateKey(ctx, p.Invoice)
+		if err != nil {
+			return err
+		}
+		f.AggregateKey = key
+	}
+	if s := q.Get("cursor"); s != "" {
+		cur, err := outbox.ParseCursor(s)
+		if err != nil {
+			return err
+		}
+		f.After = &cur
+	}
+	var err error
+	if p.Page, err = d.cfg.Service.Events(ctx, f); err != nil {
+		return err
+	}
+	if p.Page.Next != nil {
+		next := url.Values{"status": {p.Status}, "type": {p.Type}, "invoice": {p.Invoice}, "cursor": {p.Page.Next.String()}}
+		p.NextURL = BasePath + "events?" + next.Encode()
+	}
+	return d.render(c, http.StatusOK, "events", view{Title: "Events", Data: p})
+}
+
+func (d *Dashboard) event(c echo.Context) error {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return outbox.ErrNotFound
+	}
+	ev, err := d.cfg.Service.Event(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	v := view{Title: "Event " + ev.EventType, Data: ev}
+	if c.QueryParam("retried") == "1" {
+		v.Notice = "Replayed: the event is due now with a fresh budget, and the dispatchers were woken."
+	}
+	return d.render(c, http.StatusOK, "event", v)
+}
+
+func (d *Dashboard) retry(c echo.Context) error {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return outbox.ErrNotFound
+	}
+	if _, err := d.cfg.Service.Retry(c.Request().Context(), id, principal(c)); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, EventPath(id)+"?retried=1")
+}
+
+func (d *Dashboard) search(c echo.Context) error {
+	ref := strings.TrimSpace(c.QueryParam("q"))
+	if ref == "" {
+		return c.Redirect(http.StatusSeeOther, BasePath)
+	}
+	return c.Redirect(http.StatusSeeOther, TracePath(ref))
+}
+
+func (d *Dashboard) trace(c echo.Context) error {
+	t, err := d.cfg.Service.Trace(c.Request().Context(), c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	return d.render(c, http.StatusOK, "trace", view{Title: "Invoice " + t.Invoice.Number, Data: newTraceView(t)})
+}

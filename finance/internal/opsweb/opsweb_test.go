@@ -1,0 +1,301 @@
+package opsweb_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+	"go.uber.org/goleak"
+
+	"handoff/finance/internal/invoice"
+	"handoff/finance/internal/ops"
+	"handoff/finance/internal/opsweb"
+	"handoff/migrations"
+	"handoff/pkg/integrationkit/auth"
+	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/httpserver"
+	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/pgtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	opsToken    = "ops-token-0123456789abcdef"
+	clerkToken  = "clerk-token-0123456789abc"
+	destination = "http://127.0.0.1:8082/webhooks/finance"
+)
+
+type bundle struct {
+	ctx      context.Context
+	db       *bun.DB
+	invoices *invoice.Service
+	store    *outbox.Store
+	srv      *httptest.Server
+	client   *http.Client
+	now      *atomic.Int64 // the dashboard's clock, Unix seconds
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	invoices, err := invoice.NewService(db, invoice.Config{Destination: destination})
+	require.NoError(t, err)
+	store, err := outbox.NewStore(invoice.OutboxTable)
+	require.NoError(t, err)
+	br, err := breaker.New(breaker.Config{Table: "finance_breakers"})
+	require.NoError(t, err)
+	svc, err := ops.New(ops.Config{DB: db, Outbox: store, Invoices: invoices, Circuits: br})
+	require.NoError(t, err)
+	tokens, err := auth.ParseTokens("ops:"+opsToken+",clerk:"+clerkToken, "clerk", "ops")
+	require.NoError(t, err)
+	now := &atomic.Int64{}
+	now.Store(time.Now().Unix())
+	dash, err := opsweb.New(opsweb.Config{Service: svc, Tokens: tokens, SessionTTL: time.Hour,
+		Now: func() time.Time { return time.Unix(now.Load(), 0) }})
+	require.NoError(t, err)
+	e := httpserver.New(slog.New(slog.DiscardHandler))
+	dash.Register(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	client := &http.Client{Jar: jar, Transport: &http.Transport{DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &bundle{ctx: context.Background(), db: db, invoices: invoices, store: store, srv: srv, client: client, now: now}
+}
+
+type page struct {
+	status   int
+	location string
+	header   http.Header
+	body     string
+}
+
+func (b *bundle) get(t *testing.T, path string) page {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, b.srv.URL+path, nil)
+	require.NoError(t, err)
+	return b.send(t, req)
+}
+
+// post submits a form as a browser on the dashboard's own page would (origin set).
+func (b *bundle) post(t *testing.T, path string, form url.Values, origin string) page {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, b.srv.URL+path, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	return b.send(t, req)
+}
+
+func (b *bundle) send(t *testing.T, req *http.Request) page {
+	t.Helper()
+	resp, err := b.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return page{status: resp.StatusCode, location: resp.Header.Get("Location"), header: resp.Header, body: string(body)}
+}
+
+func (b *bundle) login(t *testing.T) {
+	t.Helper()
+	p := b.post(t, "/ops/login", url.Values{"token": {opsToken}, "next": {"/ops/"}}, b.srv.URL)
+	require.Equal(t, http.StatusSeeOther, p.status, p.body)
+	require.Equal(t, "/ops/", p.location)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func csrfOf(t *testing.T, body string) string {
+	t.Helper()
+	m := csrfField.FindStringSubmatch(body)
+	require.NotNil(t, m, "the page has a CSRF token")
+	return m[1]
+}
+
+// failed issues an invoice and dead-letters its invoice.issued event with lastError.
+func (b *bundle) failed(t *testing.T, lastError string) (invoice.Invoice, uuid.UUID) {
+	t.Helper()
+	total := int64(500)
+	inv, err := b.invoices.Issue(b.ctx, invoice.NewInvoice{CustomerID: "cust-1", Currency: "EUR", TotalMinor: &total})
+	require.NoError(t, err)
+	var id uuid.UUID
+	err = b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'failed', delivery_attempts = 1, request_count = 1,
+		last_error = ?, last_status_code = 400, failed_reason = 'rejected' WHERE aggregate_key = ? RETURNING id`,
+		lastError, inv.ID.String()).Scan(b.ctx, &id)
+	require.NoError(t, err)
+	return inv, id
+}
+
+func TestPagesNeedASession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.get(t, "/ops/")
+	require.Equal(t, http.StatusSeeOther, p.status)
+	require.Equal(t, "/ops/login?next=%2Fops%2F", p.location)
+	p = b.post(t, "/ops/events/"+uuid.NewString()+"/retry", url.Values{}, b.srv.URL)
+	require.Equal(t, http.StatusSeeOther, p.status)
+	require.Equal(t, "/ops/login", p.location)
+
+	p = b.get(t, "/ops/login")
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.header.Get("Content-Security-Policy"), "default-src 'none'")
+	require.Equal(t, "DENY", p.header.Get("X-Frame-Options"))
+	require.Equal(t, "no-store", p.header.Get("Cache-Control"))
+	require.Equal(t, http.StatusOK, b.get(t, "/ops/assets/style.css").status)
+}
+
+func TestLoginGivesAHardenedSessionCookie(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.post(t, "/ops/login", url.Values{"token": {opsToken}, "next": {"/ops/events?status=failed"}}, b.srv.URL)
+	require.Equal(t, http.StatusSeeOther, p.status, p.body)
+	require.Equal(t, "/ops/events?status=failed", p.location)
+	cookie := p.header.Get("Set-Cookie")
+	require.Contains(t, cookie, "HttpOnly")
+	require.Contains(t, cookie, "SameSite=Strict")
+	require.Contains(t, cookie, "Path=/ops/")
+	require.NotContains(t, cookie, opsToken)
+	require.Equal(t, http.StatusOK, b.get(t, "/ops/").status)
+
+	b.now.Add(int64((2 * time.Hour).Seconds()))
+	require.Equal(t, http.StatusSeeOther, b.get(t, "/ops/").status, "the session expired")
+}
+
+func TestLoginRefusesBadTokensAndForeignOrigins(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, token := range []string{"", "wrong-token-0123456789", clerkToken} {
+		p := b.post(t, "/ops/login", url.Values{"token": {token}}, b.srv.URL)
+		require.Equal(t, http.StatusUnauthorized, p.status)
+		require.Contains(t, p.body, "not an ops token")
+		require.Empty(t, p.header.Get("Set-Cookie"))
+	}
+	for _, origin := range []string{"", "http://evil.example", "null"} {
+		p := b.post(t, "/ops/login", url.Values{"token": {opsToken}}, origin)
+		require.Equal(t, http.StatusForbidden, p.status, origin)
+		require.Empty(t, p.header.Get("Set-Cookie"))
+	}
+	p := b.post(t, "/ops/login", url.Values{"token": {opsToken}, "next": {"//evil.example/ops/"}}, b.srv.URL)
+	require.Equal(t, "/ops/", p.location, "never redirected off the dashboard")
+}
+
+func TestRetryFromTheOverview(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	inv, id := b.failed(t, "HTTP 400 rejected")
+	b.login(t)
+
+	p := b.get(t, "/ops/")
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, `id="event-`+id.String()+`"`)
+	require.Contains(t, p.body, inv.ID.String())
+	require.Contains(t, p.body, "HTTP 400 rejected")
+	require.Contains(t, p.body, `action="/ops/events/`+id.String()+`/retry"`)
+	token := csrfOf(t, p.body)
+
+	retry := "/ops/events/" + id.String() + "/retry"
+	require.Equal(t, http.StatusForbidden, b.post(t, retry, url.Values{}, b.srv.URL).status, "no CSRF token")
+	require.Equal(t, http.StatusForbidden, b.post(t, retry, url.Values{"csrf": {"forged"}}, b.srv.URL).status)
+	require.Equal(t, http.StatusForbidden, b.post(t, retry, url.Values{"csrf": {token}}, "http://evil.example").status)
+
+	p = b.post(t, retry, url.Values{"csrf": {token}}, b.srv.URL)
+	require.Equal(t, http.StatusSeeOther, p.status, p.body)
+	require.Equal(t, "/ops/events/"+id.String()+"?retried=1", p.location)
+	d, err := b.store.Detail(b.ctx, b.db, id)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StatusPending, d.Status)
+	require.Zero(t, d.Attempts)
+
+	p = b.get(t, p.location)
+	require.Contains(t, p.body, `id="notice"`)
+	require.Contains(t, p.body, `id="event-status">pending<`)
+
+	_, err = b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'delivered' WHERE id = ?`, id).Exec(b.ctx)
+	require.NoError(t, err)
+	p = b.post(t, retry, url.Values{"csrf": {token}}, b.srv.URL)
+	require.Equal(t, http.StatusConflict, p.status)
+	require.Contains(t, p.body, "never sent again")
+}
+
+func TestEverythingShownIsEscaped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, id := b.failed(t, `<script>alert("x")</script>`)
+	b.login(t)
+	for _, path := range []string{"/ops/", "/ops/events?status=failed", "/ops/events/" + id.String()} {
+		p := b.get(t, path)
+		require.Equal(t, http.StatusOK, p.status, path)
+		require.NotContains(t, p.body, "<script>", path)
+		require.Contains(t, p.body, "&lt;script&gt;", path)
+	}
+	p := b.get(t, "/ops/events?type="+url.QueryEscape(`"><script>x</script>`))
+	require.NotContains(t, p.body, "<script>x")
+}
+
+func TestSearchAndTrace(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	inv, id := b.failed(t, "HTTP 400")
+	b.login(t)
+
+	p := b.get(t, "/ops/invoices?q="+url.QueryEscape(" "+inv.Number+" "))
+	require.Equal(t, http.StatusSeeOther, p.status)
+	require.Equal(t, "/ops/invoices/"+inv.Number, p.location)
+	p = b.get(t, p.location)
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, "Invoice "+inv.Number)
+	require.Contains(t, p.body, `id="trace-`+id.String()+`"`)
+	require.Contains(t, p.body, "logistics record unavailable")
+
+	require.Equal(t, http.StatusOK, b.get(t, "/ops/invoices/"+strings.TrimPrefix(inv.Number, "INV-")).status)
+	require.Equal(t, http.StatusOK, b.get(t, "/ops/events?invoice="+inv.Number).status)
+	nf := b.get(t, "/ops/invoices/INV-424242")
+	require.Equal(t, http.StatusNotFound, nf.status)
+	require.Contains(t, nf.body, "No invoice has this id or number")
+	require.Equal(t, http.StatusBadRequest, b.get(t, "/ops/invoices/banana").status)
+	require.Equal(t, http.StatusNotFound, b.get(t, "/ops/events/"+uuid.NewString()).status)
+	require.Equal(t, http.StatusBadRequest, b.get(t, "/ops/events?cursor=nope").status)
+}
+
+func TestLogoutEndsTheSessionInTheBrowser(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.login(t)
+	token := csrfOf(t, b.get(t, "/ops/").body)
+	p := b.post(t, "/ops/logout", url.Values{"csrf": {token}}, b.srv.URL)
+	require.Equal(t, http.StatusSeeOther, p.status)
+	require.Equal(t, "/ops/login", p.location)
+	require.Equal(t, http.StatusSeeOther, b.get(t, "/ops/").status)
+}
+
+func TestPathsForLinks(t *testing.T) {
+	t.Parallel()
+	id := uuid.New()
+	require.Equal(t, "/ops/events/"+id.String(), opsweb.EventPath(id))
+	require.Equal(t, "/ops/invoices/INV-000042", opsweb.TracePath("INV-000042"))
+	require.Equal(t, "/ops/invoices/a%2Fb", opsweb.TracePath("a/b"))
+}
+
+func TestOversizedFormsAreRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.post(t, "/ops/login", url.Values{"token": {strings.Repeat("x", 32<<10)}}, b.srv.URL)
+	require.Equal(t, http.StatusRequestEntityTooLarge, p.status)
+}

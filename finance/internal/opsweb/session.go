@@ -1,0 +1,149 @@
+package opsweb
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// cookieName holds the session; its value is auth.Tokens' sealed session, never a token.
+const cookieName = "handoff_ops_session"
+
+const (
+	principalKey = "opsweb.principal"
+	csrfKey      = "opsweb.csrf"
+	csrfField    = "csrf"
+)
+
+// setSession gives the browser the session cookie: HttpOnly (scripts cannot read it),
+// SameSite=Strict (no other site's page sends it), scoped to the dashboard, Secure
+// when served over TLS.
+func (d *Dashboard) setSession(c echo.Context, value string, expires time.Time) {
+	c.SetCookie(&http.Cookie{
+		Name: cookieName, Value: value, Path: BasePath, Expires: expires, MaxAge: int(d.cfg.SessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Scheme() == "https",
+	})
+}
+
+func (d *Dashboard) clearSession(c echo.Context) {
+	c.SetCookie(&http.Cookie{Name: cookieName, Value: "", Path: BasePath, MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Scheme() == "https"})
+}
+
+// requireSession admits requests with a valid session and remembers its principal and
+// CSRF token; anyone else is sent to the login form, coming back here afterwards.
+func (d *Dashboard) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ck, err := c.Cookie(cookieName)
+		if err == nil {
+			if principal, ok := d.cfg.Tokens.Session(ck.Value, d.cfg.Now(), Role); ok {
+				c.Set(principalKey, principal)
+				c.Set(csrfKey, csrfToken(ck.Value))
+				return next(c)
+			}
+		}
+		target := LoginPath
+		if c.Request().Method == http.MethodGet {
+			target += "?next=" + url.QueryEscape(c.Request().URL.RequestURI())
+		}
+		return c.Redirect(http.StatusSeeOther, target)
+	}
+}
+
+// csrfToken is the form token of a session: an HMAC keyed by the session value, which
+// only the browser holding the HttpOnly cookie and the server know.
+func csrfToken(session string) string {
+	h := hmac.New(sha256.New, []byte(session))
+	h.Write([]byte("handoff/opsweb/csrf/v1"))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// checkCSRF refuses a state-changing request whose form token is not the session's.
+func checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		want, _ := c.Get(csrfKey).(string)
+		got := c.FormValue(csrfField)
+		if want == "" || !hmac.Equal([]byte(got), []byte(want)) {
+			return errForbidden
+		}
+		return next(c)
+	}
+}
+
+// sameOrigin refuses a POST that does not come from one of the dashboard's own pages:
+// the browser's Origin (or, without it, Referer) must be this server, and Fetch
+// Metadata must not say cross-site. It guards the login form, which has no session yet.
+func sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method != http.MethodPost {
+			return next(c)
+		}
+		h := c.Request().Header
+		own := c.Scheme() + "://" + c.Request().Host
+		origin := h.Get("Origin")
+		if origin == "" {
+			if ref, err := url.Parse(h.Get("Referer")); err == nil && ref.Host != "" {
+				origin = ref.Scheme + "://" + ref.Host
+			}
+		}
+		if origin != own || h.Get("Sec-Fetch-Site") == "cross-site" {
+			return errForbidden
+		}
+		return next(c)
+	}
+}
+
+// safeNext returns where to go after logging in: a dashboard path, never elsewhere.
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, BasePath) ||
+		strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		return BasePath
+	}
+	return u.RequestURI()
+}
+
+// principal returns the signed-in principal of the request.
+func principal(c echo.Context) string {
+	p, _ := c.Get(principalKey).(string)
+	return p
+}
+
+// csrf returns the form token of the request's session.
+func csrf(c echo.Context) string {
+	t, _ := c.Get(csrfKey).(string)
+	return t
+}
+
+// securityHeaders keeps the dashboard's pages to themselves: no framing, no foreign
+// scripts or styles, no caching of operational data.
+func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; "+
+			"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		return next(c)
+	}
+}
+
+// startSession checks a token from the login form and gives the browser a session.
+func (d *Dashboard) startSession(c echo.Context, token string) error {
+	expires := d.cfg.Now().Add(d.cfg.SessionTTL)
+	value, who, err := d.cfg.Tokens.Login(token, expires, Role)
+	if err != nil {
+		return err
+	}
+	d.setSession(c, value, expires)
+	d.cfg.Log.InfoContext(c.Request().Context(), "dashboard login", "principal", who, "remote", c.RealIP())
+	return nil
+}

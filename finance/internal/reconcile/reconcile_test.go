@@ -1,0 +1,210 @@
+package reconcile_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+	"go.uber.org/goleak"
+
+	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/reconcile"
+	"handoff/migrations"
+	"handoff/pkg/integrationkit/pager"
+	"handoff/pkg/integrationkit/pgtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// logistics stands in for logistics' ops API: it serves the processed events it holds,
+// oldest first, two to a page, and insists on the ops token.
+type logistics struct {
+	mu     sync.Mutex
+	events map[string]time.Time
+}
+
+func (l *logistics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/ops/processed-events" || r.Header.Get("Authorization") != "Bearer ops-token" {
+		http.Error(w, "no", http.StatusUnauthorized)
+		return
+	}
+	from, err1 := time.Parse(time.RFC3339Nano, r.URL.Query().Get("from"))
+	to, err2 := time.Parse(time.RFC3339Nano, r.URL.Query().Get("to"))
+	if err1 != nil || err2 != nil {
+		http.Error(w, "bad window", http.StatusBadRequest)
+		return
+	}
+	type item struct {
+		IdempotencyKey string    `json:"idempotency_key"`
+		ReceivedAt     time.Time `json:"received_at"`
+	}
+	var items []item
+	l.mu.Lock()
+	for k, at := range l.events {
+		if !at.Before(from) && at.Before(to) {
+			items = append(items, item{k, at})
+		}
+	}
+	l.mu.Unlock()
+	sort.Slice(items, func(i, j int) bool { return items[i].IdempotencyKey < items[j].IdempotencyKey })
+	start := 0
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		_, _ = fmt.Sscan(c, &start)
+	}
+	page := map[string]any{"items": items[start:min(start+2, len(items))]}
+	if start+2 < len(items) {
+		page["next_cursor"] = fmt.Sprint(start + 2)
+	}
+	_ = json.NewEncoder(w).Encode(page)
+}
+
+func opsAPI(t *testing.T, url string) reconcile.OpsAPI {
+	t.Helper()
+	c, err := logisticsops.New(logisticsops.Config{BaseURL: url, Token: "ops-token"})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return reconcile.OpsAPI{Client: c}
+}
+
+type notes struct {
+	mu     sync.Mutex
+	alerts []pager.Alert
+}
+
+func (n *notes) Notify(a pager.Alert) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.alerts = append(n.alerts, a)
+}
+
+type bundle struct {
+	db    *bun.DB
+	logi  *logistics
+	notes *notes
+	rec   *reconcile.Reconciler
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	b := &bundle{db: db, logi: &logistics{events: map[string]time.Time{}}, notes: &notes{}}
+	srv := httptest.NewServer(b.logi)
+	t.Cleanup(srv.Close)
+	b.rec = reconcile.New(db, opsAPI(t, srv.URL), b.notes, reconcile.Config{}, nil)
+	return b
+}
+
+// event writes an outbox row with key in status, delivered (and received by logistics
+// unless lost) ago.
+func (b *bundle) event(t *testing.T, key, status string, ago time.Duration, received bool) {
+	t.Helper()
+	_, err := b.db.NewRaw(`INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination,
+			aggregate_key, aggregate_seq, delivery_status, created_at, delivered_at, next_attempt_at)
+		VALUES (?, 'invoice.paid', '{}', ?, 'http://logistics', ?, 1, ?, now() - make_interval(secs => ?),
+			CASE WHEN ? = 'delivered' THEN now() - make_interval(secs => ?) END, now() - make_interval(secs => ?))`,
+		uuid.New(), key, "inv-"+key, status, ago.Seconds()+1, status, ago.Seconds(), ago.Seconds()).Exec(context.Background())
+	require.NoError(t, err)
+	if received {
+		b.logi.events[key] = time.Now().Add(-ago - 500*time.Millisecond)
+	}
+}
+
+func keys(ds []reconcile.Discrepancy) []string {
+	out := []string{}
+	for _, d := range ds {
+		out = append(out, d.IdempotencyKey)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A clean window reports nothing, and its report is what Latest reads.
+func TestCleanWindowHasNoDiscrepancies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 5 {
+		b.event(t, fmt.Sprintf("k-%d", i), "delivered", time.Duration(i)*time.Minute, true)
+	}
+	b.event(t, "in-flight", "pending", 0, true) // logistics committed, finance not yet
+	b.event(t, "old", "delivered", 3*time.Hour, true)
+	now := time.Now()
+	rep, err := b.rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+	require.Equal(t, 5, rep.Delivered)
+	require.Equal(t, 6, rep.Processed)
+	require.Empty(t, b.notes.alerts)
+
+	latest, ok, err := reconcile.Latest(context.Background(), b.db)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, rep.ID, latest.ID)
+	require.Equal(t, 5, latest.Delivered)
+	require.Empty(t, latest.Missing)
+}
+
+// Each kind of discrepancy is reported by key, counted, and paged.
+func TestDiscrepanciesAreReportedByKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.event(t, "fine", "delivered", time.Minute, true)
+	b.event(t, "lost", "delivered", 2*time.Minute, false)
+	b.event(t, "stuck", "pending", 20*time.Minute, false)
+	b.logi.events["stranger"] = time.Now().Add(-10 * time.Minute)
+	now := time.Now()
+	rep, err := b.rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+	require.NoError(t, err)
+	require.Equal(t, []string{"lost"}, keys(rep.Missing))
+	require.Equal(t, []string{"stranger"}, keys(rep.Unknown))
+	require.Equal(t, []string{"stuck"}, keys(rep.Overdue))
+	require.Equal(t, 3, rep.Discrepancies())
+	require.Equal(t, "inv-lost", rep.Missing[0].InvoiceID)
+
+	kinds := []string{}
+	for _, a := range b.notes.alerts {
+		kinds = append(kinds, a.Kind)
+	}
+	require.ElementsMatch(t, []string{"reconcile_missing", "reconcile_unknown", "reconcile_overdue"}, kinds)
+
+	latest, ok, err := reconcile.Latest(context.Background(), b.db)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []string{"lost"}, keys(latest.Missing))
+	require.Equal(t, 1, latest.UnknownCount)
+}
+
+// An unreachable logistics is a failed run: stored with its error, and paged.
+func TestFailedRunIsStoredAndPaged(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	n := &notes{}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	rec := reconcile.New(db, opsAPI(t, srv.URL), n, reconcile.Config{}, nil)
+	now := time.Now()
+	_, err := rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+	require.Error(t, err)
+	latest, ok, lerr := reconcile.Latest(context.Background(), db)
+	require.NoError(t, lerr)
+	require.True(t, ok)
+	require.NotEmpty(t, latest.Error)
+	require.Len(t, n.alerts, 1)
+	require.Equal(t, "reconcile_failed", n.alerts[0].Kind)
+}
+
+func TestLatestBeforeAnyRun(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	_, ok, err := reconcile.Latest(context.Background(), db)
+	require.NoError(t, err)
+	require.False(t, ok)
+}

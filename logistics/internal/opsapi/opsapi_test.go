@@ -1,0 +1,201 @@
+package opsapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+	"go.uber.org/goleak"
+
+	"handoff/migrations"
+	"handoff/pkg/integrationkit/auth"
+	"handoff/pkg/integrationkit/httpserver"
+	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/pgtest"
+
+	"handoff/logistics/internal/opsapi"
+	"handoff/logistics/internal/processed"
+	"handoff/logistics/internal/shipment"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	opsToken       = "ops-token-0123456789abcdef"
+	warehouseToken = "warehouse-token-0123456789"
+)
+
+type bundle struct {
+	db    *bun.DB
+	svc   *shipment.Service
+	inbox *inbox.Inbox
+	url   string
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	db, _ := pgtest.NewDB(t, "logistics", migrations.Logistics())
+	tokens, err := auth.ParseTokens("warehouse:"+warehouseToken+",ops:"+opsToken, "warehouse", "ops")
+	require.NoError(t, err)
+	svc := shipment.NewService(db)
+	in, err := inbox.New("logistics_processed_events")
+	require.NoError(t, err)
+	e := httpserver.New(slog.New(slog.DiscardHandler))
+	opsapi.New(processed.NewStore(db), svc, tokens).Register(e)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return bundle{db: db, svc: svc, inbox: in, url: srv.URL}
+}
+
+// receive processes an event as the webhook does and dates its record at.
+func (b bundle) receive(t *testing.T, typ shipment.EventType, inv uuid.UUID, seq int64, at time.Time) string {
+	t.Helper()
+	ctx := context.Background()
+	key := string(typ) + ":" + inv.String()
+	ev := shipment.Event{Type: typ, InvoiceID: inv, InvoiceNumber: "INV-000042", CustomerID: "c", Sequence: seq, IdempotencyKey: key}
+	_, err := b.inbox.Process(ctx, b.db, inbox.Item{Key: key, PayloadHash: []byte{1},
+		Columns: map[string]any{"event_id": uuid.NewString(), "event_type": string(typ), "invoice_id": inv}},
+		func(ctx context.Context, tx bun.Tx) (string, error) {
+			res, err := b.svc.ApplyEvent(ctx, tx, ev)
+			return string(res), err
+		})
+	require.NoError(t, err)
+	_, err = b.db.NewRaw(`UPDATE logistics_processed_events SET received_at = ? WHERE idempotency_key = ?`, at, key).Exec(ctx)
+	require.NoError(t, err)
+	return key
+}
+
+type page struct {
+	Items []struct {
+		IdempotencyKey string     `json:"idempotency_key"`
+		EventType      string     `json:"event_type"`
+		InvoiceID      *uuid.UUID `json:"invoice_id"`
+		Result         string     `json:"result"`
+		ReceivedAt     time.Time  `json:"received_at"`
+	} `json:"items"`
+	NextCursor string `json:"next_cursor"`
+	Shipment   *struct {
+		State   string `json:"state"`
+		History []struct {
+			From           *string `json:"from_state"`
+			To             string  `json:"to_state"`
+			IdempotencyKey string  `json:"idempotency_key"`
+		} `json:"history"`
+	} `json:"shipment"`
+}
+
+func (b bundle) get(t *testing.T, token string, q url.Values) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, b.url+"/v1/ops/processed-events?"+q.Encode(), nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, body
+}
+
+func (b bundle) page(t *testing.T, q url.Values) page {
+	t.Helper()
+	status, body := b.get(t, opsToken, q)
+	require.Equal(t, http.StatusOK, status, string(body))
+	var p page
+	require.NoError(t, json.Unmarshal(body, &p))
+	return p
+}
+
+func TestNeedsAnOpsToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	status, _ := b.get(t, "", nil)
+	require.Equal(t, http.StatusUnauthorized, status)
+	status, _ = b.get(t, warehouseToken, nil)
+	require.Equal(t, http.StatusForbidden, status)
+}
+
+func TestInvoiceTraceHasKeysAndShipmentHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	inv := uuid.New()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	issued := b.receive(t, shipment.InvoiceIssued, inv, 1, t0)
+	paid := b.receive(t, shipment.InvoicePaid, inv, 2, t0.Add(time.Second))
+	b.receive(t, shipment.InvoicePaid, uuid.New(), 2, t0)
+
+	p := b.page(t, url.Values{"invoice_id": {inv.String()}})
+	require.Len(t, p.Items, 2)
+	require.Equal(t, issued, p.Items[0].IdempotencyKey)
+	require.Equal(t, paid, p.Items[1].IdempotencyKey)
+	require.Equal(t, "applied", p.Items[1].Result)
+	require.Equal(t, inv, *p.Items[1].InvoiceID)
+	require.True(t, p.Items[1].ReceivedAt.Equal(t0.Add(time.Second)))
+	require.NotNil(t, p.Shipment)
+	require.Equal(t, "waiting", p.Shipment.State)
+	require.Len(t, p.Shipment.History, 2)
+	require.Nil(t, p.Shipment.History[0].From)
+	require.Equal(t, paid, p.Shipment.History[1].IdempotencyKey)
+
+	none := b.page(t, url.Values{"invoice_id": {uuid.NewString()}})
+	require.Empty(t, none.Items)
+	require.Nil(t, none.Shipment)
+}
+
+// Reconciliation walks a receipt-time window page by page: every key once, in order.
+func TestWindowPagesInReceiptOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var want []string
+	for i := range 5 {
+		key := b.receive(t, shipment.InvoicePaid, uuid.New(), 2, t0.Add(time.Duration(i/2)*time.Minute))
+		if i < 4 {
+			want = append(want, key)
+		}
+	}
+	q := url.Values{"from": {t0.Format(time.RFC3339)}, "to": {t0.Add(2 * time.Minute).Format(time.RFC3339)}, "limit": {"3"}}
+	var got []string
+	for range 3 {
+		p := b.page(t, q)
+		for _, it := range p.Items {
+			got = append(got, it.IdempotencyKey)
+		}
+		require.Nil(t, p.Shipment, "no shipment without an invoice")
+		if p.NextCursor == "" {
+			break
+		}
+		q.Set("cursor", p.NextCursor)
+	}
+	require.Len(t, got, 4)
+	require.ElementsMatch(t, want, got)
+	require.ElementsMatch(t, want[:2], got[:2], "the earlier minute first")
+}
+
+func TestBadQueriesAreProblems(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, q := range []url.Values{
+		{"invoice_id": {"4711"}},
+		{"from": {"yesterday"}},
+		{"limit": {"0"}},
+		{"limit": {"100000"}},
+		{"cursor": {"nope"}},
+		{"from": {"2030-01-02T00:00:00Z"}, "to": {"2030-01-01T00:00:00Z"}},
+	} {
+		status, body := b.get(t, opsToken, q)
+		require.Equal(t, http.StatusBadRequest, status, "%v: %s", q, body)
+		require.Contains(t, string(body), "validation-failed")
+	}
+}

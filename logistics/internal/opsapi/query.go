@@ -1,0 +1,58 @@
+package opsapi
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"handoff/pkg/integrationkit/problem"
+
+	"handoff/logistics/internal/processed"
+)
+
+// parseQuery reads invoice_id, from, to (RFC 3339), limit and cursor; every bad value
+// is reported at once.
+func parseQuery(q url.Values) (processed.Filter, error) {
+	var f processed.Filter
+	var bad []problem.FieldError
+	field := func(name, detail string) { bad = append(bad, problem.FieldError{Field: name, Detail: detail}) }
+	if s := q.Get("invoice_id"); s != "" {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			field("invoice_id", "must be a UUID")
+		}
+		f.InvoiceID = id
+	}
+	for _, b := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if s := q.Get(b.name); s != "" {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				field(b.name, "must be an RFC 3339 time such as 2030-01-02T03:04:05Z")
+			}
+			*b.dst = t
+		}
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > processed.MaxLimit {
+			field("limit", "must be an integer from 1 to "+strconv.Itoa(processed.MaxLimit))
+		}
+		f.Limit = n
+	}
+	if s := q.Get("cursor"); s != "" {
+		c, err := processed.ParseCursor(s)
+		if err != nil {
+			field("cursor", "is not a cursor this API returned")
+		}
+		f.After = &c
+	}
+	if len(bad) > 0 {
+		return processed.Filter{}, problem.Invalid("the query is invalid", bad...)
+	}
+	return f, nil
+}

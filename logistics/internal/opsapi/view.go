@@ -1,0 +1,83 @@
+package opsapi
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"handoff/logistics/internal/processed"
+	"handoff/logistics/internal/shipment"
+)
+
+// The response shapes; field names are the contract finance's client reads.
+
+type processedView struct {
+	IdempotencyKey string     `json:"idempotency_key"`
+	EventID        string     `json:"event_id"`
+	EventType      string     `json:"event_type"`
+	InvoiceID      *uuid.UUID `json:"invoice_id"`
+	Result         string     `json:"result"`
+	ReceivedAt     time.Time  `json:"received_at"`
+}
+
+type listView struct {
+	Items      []processedView `json:"items"`
+	NextCursor string          `json:"next_cursor,omitempty"`
+	// Shipment is the invoice's shipment when the query named an invoice that has one.
+	Shipment *shipmentView `json:"shipment,omitempty"`
+}
+
+type shipmentView struct {
+	ID            uuid.UUID    `json:"id"`
+	InvoiceID     uuid.UUID    `json:"invoice_id"`
+	InvoiceNumber string       `json:"invoice_number"`
+	CustomerID    string       `json:"customer_id"`
+	State         string       `json:"state"`
+	Version       int64        `json:"version"`
+	LastEventSeq  int64        `json:"last_event_seq"`
+	CreatedAt     time.Time    `json:"created_at"`
+	UpdatedAt     time.Time    `json:"updated_at"`
+	History       []changeView `json:"history"`
+}
+
+type changeView struct {
+	From           *string   `json:"from_state"` // null when the change created the shipment
+	To             string    `json:"to_state"`
+	Version        int64     `json:"version"`
+	Cause          string    `json:"cause"`
+	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	At             time.Time `json:"at"`
+}
+
+func newListView(p processed.Page) listView {
+	out := listView{Items: make([]processedView, len(p.Items))}
+	for i, ev := range p.Items {
+		out.Items[i] = processedView{IdempotencyKey: ev.IdempotencyKey, EventID: ev.EventID,
+			EventType: ev.EventType, Result: ev.Result, ReceivedAt: ev.ReceivedAt.UTC()}
+		if ev.InvoiceID != uuid.Nil {
+			id := ev.InvoiceID
+			out.Items[i].InvoiceID = &id
+		}
+	}
+	if p.Next != nil {
+		out.NextCursor = p.Next.String()
+	}
+	return out
+}
+
+func newShipmentView(d shipment.Detail) shipmentView {
+	v := shipmentView{
+		ID: d.ID, InvoiceID: d.InvoiceID, InvoiceNumber: d.InvoiceNumber, CustomerID: d.CustomerID,
+		State: string(d.State), Version: d.Version, LastEventSeq: d.LastEventSeq,
+		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), History: make([]changeView, len(d.History)),
+	}
+	for i, c := range d.History {
+		v.History[i] = changeView{To: string(c.To), Version: c.Version, Cause: c.Cause,
+			IdempotencyKey: c.IdempotencyKey, At: c.At.UTC()}
+		if c.From != "" {
+			from := string(c.From)
+			v.History[i].From = &from
+		}
+	}
+	return v
+}

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS finance_outbox_failed_idx;

@@ -1,0 +1,132 @@
+package auth_test
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"handoff/pkg/integrationkit/auth"
+	"handoff/pkg/integrationkit/problem"
+)
+
+const (
+	clerkBearer     = "clerk-bearer-0123456789abcdef"
+	opsBearer       = "ops-bearer-0123456789abcdefgh"
+	warehouseBearer = "warehouse-bearer-0123456789ab"
+)
+
+// server mounts one route per role set behind Require and echoes the principal.
+func server(t *testing.T) *echo.Echo {
+	t.Helper()
+	tk, err := auth.ParseTokens("clerk:"+clerkBearer+", ops:"+opsBearer+",warehouse:"+warehouseBearer,
+		"clerk", "ops", "warehouse")
+	require.NoError(t, err)
+	e := echo.New()
+	e.HTTPErrorHandler = problem.Handler(slog.New(slog.DiscardHandler))
+	principal := func(c echo.Context) error { return c.String(http.StatusOK, auth.Principal(c)) }
+	e.GET("/clerk", principal, tk.Require("clerk"))
+	e.GET("/ops-or-warehouse", principal, tk.Require("ops", "warehouse"))
+	return e
+}
+
+func get(e *echo.Echo, path, authorization string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestRolesAreEnforced(t *testing.T) {
+	t.Parallel()
+	e := server(t)
+	cases := []struct {
+		path, token string
+		status      int
+	}{
+		{"/clerk", clerkBearer, http.StatusOK},
+		{"/clerk", opsBearer, http.StatusForbidden},
+		{"/clerk", warehouseBearer, http.StatusForbidden},
+		{"/ops-or-warehouse", opsBearer, http.StatusOK},
+		{"/ops-or-warehouse", warehouseBearer, http.StatusOK},
+		{"/ops-or-warehouse", clerkBearer, http.StatusForbidden},
+	}
+	for _, c := range cases {
+		rec := get(e, c.path, "Bearer "+c.token)
+		require.Equal(t, c.status, rec.Code, "%s with %s", c.path, c.token[:5])
+		if c.status == http.StatusForbidden {
+			require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
+		}
+	}
+}
+
+// A missing token is 401 with a bare Bearer challenge; a wrong one is 401 with
+// invalid_token. Near misses (a prefix, one byte off, one byte longer, another role's
+// token with the right length) are all just wrong: tokens are compared as SHA-256
+// digests in constant time, so neither length nor a shared prefix matters.
+func TestUnauthenticatedRequestsAre401(t *testing.T) {
+	t.Parallel()
+	e := server(t)
+	for _, header := range []string{"", "Basic " + clerkBearer, "Bearer", "Bearer  ", clerkBearer} {
+		rec := get(e, "/clerk", header)
+		require.Equal(t, http.StatusUnauthorized, rec.Code, header)
+		require.Equal(t, "Bearer", rec.Header().Get("WWW-Authenticate"), header)
+	}
+	last := clerkBearer[len(clerkBearer)-1]
+	for _, token := range []string{
+		clerkBearer[:len(clerkBearer)-1], clerkBearer + "0", clerkBearer[:len(clerkBearer)-1] + string(last+1),
+		strings.ToUpper(clerkBearer), "clerk-bearer-",
+	} {
+		rec := get(e, "/clerk", "Bearer "+token)
+		require.Equal(t, http.StatusUnauthorized, rec.Code, token)
+		require.Equal(t, `Bearer error="invalid_token"`, rec.Header().Get("WWW-Authenticate"))
+		require.NotContains(t, rec.Body.String(), token, "the answer never echoes the token")
+	}
+	require.Equal(t, http.StatusOK, get(e, "/clerk", "bearer "+clerkBearer).Code, "the scheme is case-insensitive")
+}
+
+// The principal names the role and a digest prefix, never the token; the parsed token
+// set holds digests only, so printing it (or a config struct holding it) leaks nothing.
+func TestTokensNeverAppearInPrincipalsOrValues(t *testing.T) {
+	t.Parallel()
+	e := server(t)
+	rec := get(e, "/clerk", "Bearer "+clerkBearer)
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Regexp(t, `^clerk:[0-9a-f]{12}$`, rec.Body.String())
+	require.NotContains(t, rec.Body.String(), clerkBearer)
+
+	tk, err := auth.ParseTokens("clerk:"+clerkBearer, "clerk")
+	require.NoError(t, err)
+	for _, format := range []string{"%v", "%+v", "%#v"} {
+		require.NotContains(t, fmt.Sprintf(format, tk), clerkBearer[:12])
+	}
+	require.Equal(t, map[string]int{"clerk": 1}, tk.Roles())
+}
+
+func TestParseTokensRejectsWeakOrUnknownEntries(t *testing.T) {
+	t.Parallel()
+	for name, spec := range map[string]string{
+		"unknown role": "admin:" + clerkBearer,
+		"short token":  "clerk:short-token",
+		"no colon":     clerkBearer,
+		"empty token":  "clerk:",
+	} {
+		_, err := auth.ParseTokens(spec, "clerk", "ops")
+		require.Error(t, err, name)
+		require.NotContains(t, err.Error(), "bearer-0123", "an error never echoes a token")
+	}
+	none, err := auth.ParseTokens("", "clerk")
+	require.NoError(t, err)
+	e := echo.New()
+	e.HTTPErrorHandler = problem.Handler(slog.New(slog.DiscardHandler))
+	e.GET("/", func(c echo.Context) error { return c.NoContent(http.StatusOK) }, none.Require("clerk"))
+	require.Equal(t, http.StatusUnauthorized, get(e, "/", "Bearer "+clerkBearer).Code, "no tokens admit nobody")
+}

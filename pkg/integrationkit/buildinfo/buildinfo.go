@@ -1,0 +1,38 @@
+// Package buildinfo prints what a binary was built from: the main module's version,
+// the VCS revision, commit time and modified flag the go command stamped, the Go
+// version and the platform.
+package buildinfo
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+)
+
+// Print writes the build information of the running binary under name; it needs no
+// configuration, so a binary can answer `version` where serve would refuse to start.
+func Print(w io.Writer, name string) error {
+	info, _ := debug.ReadBuildInfo()
+	return Write(w, name, info)
+}
+
+// Write renders info (nil when the binary carries none): the main module's
+// version, the VCS revision, commit time and modified flag the go command stamped, and
+// the Go version and platform. What was not stamped reads "unknown".
+func Write(w io.Writer, name string, info *debug.BuildInfo) error {
+	version, goVersion := "", runtime.Version()
+	vcs := map[string]string{}
+	if info != nil {
+		version, goVersion = info.Main.Version, info.GoVersion
+		for _, s := range info.Settings {
+			vcs[s.Key] = s.Value
+		}
+	}
+	unknown := func(s string) string { return cmp.Or(s, "unknown") }
+	_, err := fmt.Fprintf(w, "%s %s\n  revision  %s\n  time      %s\n  modified  %s\n  go        %s\n  platform  %s/%s\n",
+		name, unknown(version), unknown(vcs["vcs.revision"]), unknown(vcs["vcs.time"]),
+		unknown(vcs["vcs.modified"]), goVersion, runtime.GOOS, runtime.GOARCH)
+	return err
+}

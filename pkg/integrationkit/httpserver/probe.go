@@ -1,0 +1,51 @@
+package httpserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// ProbeReady asks the server listening on addr, the listen address the service was
+// given (such as 0.0.0.0:8081), whether it is ready: one GET of /readyz, on 127.0.0.1
+// when addr names every interface. It returns nil on 200 and otherwise an error with
+// the status and the server's reason. It is the healthcheck of container images that
+// have no curl; the deadline is ctx's.
+func ProbeReady(ctx context.Context, addr string) error {
+	url, err := readyURL(addr)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("probe %s: %w", url, err)
+	}
+	// No proxy from the environment and no connection kept: one request, then exit.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	reason, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return fmt.Errorf("probe %s: %s: %s", url, resp.Status, strings.TrimSpace(string(reason)))
+}
+
+// readyURL is the /readyz URL of a server listening on addr; an unspecified host
+// (empty, 0.0.0.0 or ::) is reached on 127.0.0.1, which a dual-stack listener answers.
+func readyURL(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("probe: listen address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/readyz", nil
+}

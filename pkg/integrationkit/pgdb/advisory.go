@@ -1,0 +1,42 @@
+package pgdb
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// WithTryAdvisoryLock runs fn while this process holds the session-level advisory lock
+// called name, taken with pg_try_advisory_lock on a connection of its own. When another
+// session holds the lock, fn is not run and ran is false: a job guarded this way runs
+// on one replica at a time and the others skip it rather than queue behind it.
+//
+// The lock is released when fn returns; if releasing fails, the connection is discarded
+// so that the lock dies with its session instead of lingering in the pool.
+func WithTryAdvisoryLock(ctx context.Context, db *bun.DB, name string, fn func(context.Context) error) (ran bool, err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("advisory lock %s: connection: %w", name, err)
+	}
+	defer conn.Close()
+	var got bool
+	if err := conn.NewRaw(`SELECT pg_try_advisory_lock(hashtextextended(?, 0))`, name).Scan(ctx, &got); err != nil {
+		return false, fmt.Errorf("advisory lock %s: %w", name, err)
+	}
+	if !got {
+		return false, nil
+	}
+	defer func() {
+		unlockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, uerr := conn.NewRaw(`SELECT pg_advisory_unlock(hashtextextended(?, 0))`, name).Exec(unlockCtx); uerr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			err = errors.Join(err, fmt.Errorf("advisory unlock %s: %w", name, uerr))
+		}
+	}()
+	return true, fn(ctx)
+}

@@ -1,0 +1,161 @@
+// Package retention keeps tables from growing without bound: scheduled, batched,
+// idempotent jobs that delete or archive rows past their window, run by one replica
+// at a time.
+//
+// A Runner holds Tasks. RunOnce takes a PostgreSQL advisory lock (pg_try_advisory_lock)
+// and runs every task; a replica that finds the lock taken skips the run. Each task
+// works in batches, one short statement per batch that locks its rows with FOR UPDATE
+// SKIP LOCKED, so no long transaction holds locks and live traffic is never blocked.
+// Running a task again changes nothing that the first run did not leave to do.
+//
+//	purge, _ := retention.Purge(db, retention.PurgeSpec{
+//		Table: "processed_events", Key: "idempotency_key", Time: "received_at",
+//		OlderThan: 90 * 24 * time.Hour,
+//	})
+//	r, _ := retention.New(db, retention.Config{Schedule: "0 3 * * *", Tasks: []retention.Task{purge}})
+//	g.Go(func() error { return r.Run(ctx) })
+package retention
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/schedule"
+)
+
+// DefaultBatch is how many rows one batch touches when a spec leaves Batch zero.
+const DefaultBatch = 1000
+
+// Task is one retention job. Run removes or moves every row past its window, in
+// batches, and returns how many rows it handled; it must be safe to run again.
+type Task struct {
+	Name string
+	Run  func(ctx context.Context) (int64, error)
+}
+
+// Config describes a Runner.
+type Config struct {
+	// Schedule is a robfig/cron spec (default "0 3 * * *").
+	Schedule string
+	// Lock names the advisory lock that keeps runs to one replica (default "retention").
+	Lock string
+	// Tasks run in order on every run.
+	Tasks []Task
+	// Log receives one line per run; nil discards.
+	Log *slog.Logger
+}
+
+// Runner runs the tasks now (RunOnce) or on the schedule (Run).
+type Runner struct {
+	db  *bun.DB
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a runner over db.
+func New(db *bun.DB, cfg Config) (*Runner, error) {
+	cfg.Schedule = cmp.Or(cfg.Schedule, "0 3 * * *")
+	cfg.Lock = cmp.Or(cfg.Lock, "retention")
+	if err := schedule.Validate(cfg.Schedule); err != nil {
+		return nil, fmt.Errorf("retention: Schedule: %w", err)
+	}
+	for i, t := range cfg.Tasks {
+		if t.Name == "" || t.Run == nil {
+			return nil, fmt.Errorf("retention: task %d needs a Name and a Run", i+1)
+		}
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{db: db, cfg: cfg, log: log.With("component", "retention")}, nil
+}
+
+// Count is what one task did in one run.
+type Count struct {
+	Task string
+	Rows int64
+}
+
+// Report is the result of one run.
+type Report struct {
+	// Skipped is true when another replica held the lock: nothing ran.
+	Skipped bool
+	Counts  []Count
+}
+
+// RunOnce runs every task now under the advisory lock. A failing task does not stop
+// the others; their errors are joined.
+func (r *Runner) RunOnce(ctx context.Context) (Report, error) {
+	var rep Report
+	ran, err := pgdb.WithTryAdvisoryLock(ctx, r.db, r.cfg.Lock, func(ctx context.Context) error {
+		var errs []error
+		for _, t := range r.cfg.Tasks {
+			n, err := t.Run(ctx)
+			rep.Counts = append(rep.Counts, Count{Task: t.Name, Rows: n})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("retention %s: %w", t.Name, err))
+			}
+		}
+		return errors.Join(errs...)
+	})
+	rep.Skipped = !ran && err == nil
+	return rep, err
+}
+
+// Run runs the tasks on the schedule until ctx ends.
+func (r *Runner) Run(ctx context.Context) error {
+	s, err := schedule.New(r.cfg.Schedule, r.scheduled, r.log)
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+func (r *Runner) scheduled(ctx context.Context) {
+	start := time.Now()
+	rep, err := r.RunOnce(ctx)
+	attrs := []any{"skipped", rep.Skipped, "duration_ms", time.Since(start).Milliseconds()}
+	for _, c := range rep.Counts {
+		attrs = append(attrs, c.Task, c.Rows)
+	}
+	if err != nil {
+		r.log.ErrorContext(ctx, "retention run failed", append(attrs, "err", err)...)
+		return
+	}
+	r.log.InfoContext(ctx, "retention run", attrs...)
+}
+
+var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
+
+func checkIdents(names ...string) error {
+	for _, n := range names {
+		if !identifier.MatchString(n) {
+			return fmt.Errorf("retention: %q is not a plain lowercase identifier", n)
+		}
+	}
+	return nil
+}
+
+// batches calls step until it handles fewer than batch rows, and adds up the rows.
+func batches(ctx context.Context, batch int, step func(ctx context.Context) (int64, error)) (int64, error) {
+	var total int64
+	for {
+		n, err := step(ctx)
+		total += n
+		if err != nil || n < int64(batch) {
+			return total, err
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+}

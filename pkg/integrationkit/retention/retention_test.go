@@ -1,0 +1,205 @@
+package retention_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+	"go.uber.org/goleak"
+
+	"handoff/pkg/integrationkit/backoff"
+	"handoff/pkg/integrationkit/delivery"
+	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/outbox/outboxtest"
+	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/retention"
+	"handoff/pkg/integrationkit/webhook"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+const archiveSchema = `
+CREATE TABLE kit_outbox_archive (LIKE kit_outbox INCLUDING DEFAULTS,
+    archived_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (id));
+CREATE TABLE kit_outbox_attempts_archive (LIKE kit_outbox_attempts INCLUDING DEFAULTS,
+    PRIMARY KEY (id), FOREIGN KEY (outbox_id) REFERENCES kit_outbox_archive (id) ON DELETE CASCADE);
+CREATE TABLE things (id bigint PRIMARY KEY, at timestamptz NOT NULL);`
+
+type bundle struct {
+	db    *bun.DB
+	store *outbox.Store
+	url   string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	db, _, store := outboxtest.Setup(t)
+	exec(t, db, archiveSchema)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	t.Cleanup(srv.Close)
+	return &bundle{db: db, store: store, url: srv.URL}
+}
+
+func exec(t *testing.T, db bun.IDB, query string, args ...any) {
+	t.Helper()
+	_, err := db.NewRaw(query, args...).Exec(context.Background())
+	require.NoError(t, err)
+}
+
+func count(t *testing.T, db bun.IDB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.NewRaw(query, args...).Scan(context.Background(), &n))
+	return n
+}
+
+// seed writes an event of aggregate agg aged by sql interval age in the given status,
+// with two attempts.
+func (b *bundle) seed(t *testing.T, agg, status, age string) {
+	t.Helper()
+	id, err := b.store.Enqueue(context.Background(), b.db, outbox.Event{
+		Type: "thing.happened", AggregateKey: agg, Sequence: 1, IdempotencyKey: "k:" + agg,
+		Destination: "http://127.0.0.1:1/never", Payload: map[string]string{"agg": agg},
+	})
+	require.NoError(t, err)
+	delivered := "NULL"
+	if status == outbox.StatusDelivered {
+		delivered = "now() - interval '" + age + "'"
+	}
+	exec(t, b.db, `UPDATE kit_outbox SET delivery_status = ?, created_at = now() - ?::interval,
+		delivered_at = `+delivered+` WHERE id = ?`, status, age, id)
+	for n := 1; n <= 2; n++ {
+		exec(t, b.db, `INSERT INTO kit_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, outcome)
+			VALUES (?, ?, now() - ?::interval, 5, 'retry')`, id, n, age)
+	}
+}
+
+func (b *bundle) runner(t *testing.T) *retention.Runner {
+	t.Helper()
+	archive, err := retention.ArchiveOutbox(b.db, retention.ArchiveSpec{Outbox: "kit_outbox", OlderThan: 30 * 24 * time.Hour, Batch: 2})
+	require.NoError(t, err)
+	purgeArchive, err := retention.Purge(b.db, retention.PurgeSpec{Table: "kit_outbox_archive", Key: "id", Time: "delivered_at",
+		OlderThan: 365 * 24 * time.Hour, Batch: 2})
+	require.NoError(t, err)
+	purgeThings, err := retention.Purge(b.db, retention.PurgeSpec{Table: "things", Key: "id", Time: "at",
+		OlderThan: 90 * 24 * time.Hour, Batch: 2})
+	require.NoError(t, err)
+	r, err := retention.New(b.db, retention.Config{Tasks: []retention.Task{archive, purgeArchive, purgeThings}})
+	require.NoError(t, err)
+	return r
+}
+
+// dispatch delivers new events until the test ends, so retention runs beside live work.
+func (b *bundle) dispatch(t *testing.T, n int) {
+	t.Helper()
+	d, err := delivery.New(b.db, b.store, webhook.NewSigner([][]byte{[]byte("0123456789abcdef0123456789abcdef")}),
+		delivery.Config{Interval: time.Second, Backoff: backoff.Schedule{20 * time.Millisecond}},
+		delivery.Deps{Log: slog.New(slog.DiscardHandler), DialContext: nil})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	for i := range n {
+		_, err := b.store.Enqueue(context.Background(), b.db, outbox.Event{
+			Type: "thing.happened", AggregateKey: fmt.Sprintf("live-%d", i), Sequence: 1,
+			IdempotencyKey: fmt.Sprintf("live:%d", i), Destination: b.url, Payload: map[string]int{"i": i},
+		})
+		require.NoError(t, err)
+	}
+}
+
+// Rows past their windows are archived or purged exactly, the others untouched; a
+// second run finds nothing to do; live deliveries carry on meanwhile.
+func TestRetentionArchivesAndPurgesExactlyPastTheWindows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 5 {
+		b.seed(t, fmt.Sprintf("old-%d", i), outbox.StatusDelivered, "31 days")
+	}
+	b.seed(t, "recent-0", outbox.StatusDelivered, "29 days")
+	b.seed(t, "recent-1", outbox.StatusDelivered, "29 days")
+	b.seed(t, "stuck", outbox.StatusPending, "40 days")
+	b.seed(t, "dead", outbox.StatusFailed, "40 days")
+	exec(t, b.db, `INSERT INTO kit_outbox_archive SELECT o.*, now() FROM kit_outbox o WHERE aggregate_key IN ('old-0')`)
+	exec(t, b.db, `UPDATE kit_outbox_archive SET id = gen_random_uuid(), idempotency_key = 'gone',
+		aggregate_key = 'ancient', delivered_at = now() - interval '366 days'`)
+	exec(t, b.db, `INSERT INTO kit_outbox_attempts_archive (id, outbox_id, attempt_no, started_at, duration_ms, outcome)
+		SELECT 1000000, id, 1, now(), 1, 'delivered' FROM kit_outbox_archive`)
+	exec(t, b.db, `INSERT INTO things VALUES (1, now() - interval '91 days'), (2, now() - interval '89 days'),
+		(3, now() - interval '200 days')`)
+	b.dispatch(t, 40)
+
+	r := b.runner(t)
+	first, err := r.RunOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, retention.Report{Counts: []retention.Count{
+		{Task: "kit_outbox", Rows: 5}, {Task: "kit_outbox_archive", Rows: 1}, {Task: "things", Rows: 2},
+	}}, first)
+	second, err := r.RunOnce(context.Background())
+	require.NoError(t, err)
+	for _, c := range second.Counts {
+		require.Zero(t, c.Rows, c.Task)
+	}
+
+	require.Eventually(t, func() bool {
+		return count(t, b.db, `SELECT count(*) FROM kit_outbox WHERE aggregate_key LIKE 'live-%' AND delivery_status = 'delivered'`) == 40
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, 5, count(t, b.db, `SELECT count(*) FROM kit_outbox_archive`))
+	require.Equal(t, 10, count(t, b.db, `SELECT count(*) FROM kit_outbox_attempts_archive`))
+	require.Zero(t, count(t, b.db, `SELECT count(*) FROM kit_outbox WHERE aggregate_key LIKE 'old-%'`))
+	require.Zero(t, count(t, b.db, `SELECT count(*) FROM kit_outbox_attempts a JOIN kit_outbox_archive x ON x.id = a.outbox_id`))
+	require.Equal(t, 4, count(t, b.db, `SELECT count(*) FROM kit_outbox WHERE aggregate_key IN ('recent-0', 'recent-1', 'stuck', 'dead')`))
+	require.Equal(t, 8, count(t, b.db, `SELECT count(*) FROM kit_outbox_attempts a JOIN kit_outbox o ON o.id = a.outbox_id
+		WHERE o.aggregate_key IN ('recent-0', 'recent-1', 'stuck', 'dead')`))
+	require.Equal(t, []int{2}, ids(t, b.db))
+}
+
+func ids(t *testing.T, db bun.IDB) []int {
+	t.Helper()
+	var out []int
+	require.NoError(t, db.NewRaw(`SELECT id FROM things ORDER BY id`).Scan(context.Background(), &out))
+	return out
+}
+
+// While one replica holds the lock, another's run is skipped, not queued.
+func TestOneReplicaAtATime(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.runner(t)
+	ran, err := pgdb.WithTryAdvisoryLock(context.Background(), b.db, "retention", func(ctx context.Context) error {
+		rep, err := r.RunOnce(ctx)
+		require.NoError(t, err)
+		require.True(t, rep.Skipped)
+		require.Empty(t, rep.Counts)
+		return nil
+	})
+	require.NoError(t, err)
+	require.True(t, ran)
+	rep, err := r.RunOnce(context.Background())
+	require.NoError(t, err)
+	require.False(t, rep.Skipped, "the lock was released")
+}
+
+func TestSpecsAreValidated(t *testing.T) {
+	t.Parallel()
+	_, err := retention.Purge(nil, retention.PurgeSpec{Table: "x; DROP TABLE y", Key: "id", Time: "at", OlderThan: time.Hour})
+	require.ErrorContains(t, err, "identifier")
+	_, err = retention.Purge(nil, retention.PurgeSpec{Table: "x", Key: "id", Time: "at"})
+	require.ErrorContains(t, err, "OlderThan")
+	_, err = retention.ArchiveOutbox(nil, retention.ArchiveSpec{Outbox: "o"})
+	require.ErrorContains(t, err, "OlderThan")
+	_, err = retention.New(nil, retention.Config{Schedule: "every tuesday"})
+	require.ErrorContains(t, err, "Schedule")
+}
