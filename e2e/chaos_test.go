@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"strconv"
@@ -35,8 +36,10 @@ var chaosConfig = map[string]string{
 // scenario injects one kind of fault again and again until stop is closed, and
 // returns how many faults it injected.
 type scenario struct {
-	name   string
-	proxy  bool
+	name  string
+	proxy bool
+	// batch runs the dispatcher with DISPATCH_MODE=batch.
+	batch  bool
 	inject func(t *testing.T, env *harness.Env, api *harness.Service, stop <-chan struct{}) (int, error)
 	// api picks the finance process the clerks talk to (a second replica, say).
 	api func(t *testing.T, env *harness.Env) *harness.Service
@@ -84,7 +87,16 @@ func restart(s *harness.Service) error {
 	return s.Run(60 * time.Second)
 }
 
-var scenarios = []scenario{
+// inBatchMode repeats a scenario with the dispatcher in batch mode.
+func inBatchMode(sc scenario) scenario {
+	sc.name += " (batch)"
+	sc.batch = true
+	return sc
+}
+
+var scenarios = append(baseScenarios, inBatchMode(baseScenarios[0]), inBatchMode(baseScenarios[5]))
+
+var baseScenarios = []scenario{
 	{name: "logistics SIGKILL every 300ms", inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
 		return every(300*time.Millisecond, stop, func() error { return restart(env.Logistics) })
 	}},
@@ -92,7 +104,7 @@ var scenarios = []scenario{
 		return every(700*time.Millisecond, stop, func() error { return restart(env.Finance) })
 	}},
 	{name: "two finance replicas, one killed", api: func(t *testing.T, env *harness.Env) *harness.Service {
-		b := env.NewFinance(t, chaosConfig)
+		b := env.NewFinance(t, nil)
 		b.Start(t)
 		return b
 	}, inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
@@ -163,7 +175,7 @@ func TestChaos(t *testing.T) {
 	var mu sync.Mutex
 	var table []string
 	t.Cleanup(func() {
-		t.Logf("\n%-34s %4s %7s %7s %10s %5s\n%s", "scenario", "run", "events", "faults", "duplicates", "lost",
+		t.Logf("\n%-42s %4s %7s %7s %10s %5s\n%s", "scenario", "run", "events", "faults", "duplicates", "lost",
 			strings.Join(table, "\n"))
 	})
 	for _, sc := range scenarios {
@@ -172,7 +184,7 @@ func TestChaos(t *testing.T) {
 			for run := 1; run <= runs; run++ {
 				row := runScenario(t, sc, invoices)
 				mu.Lock()
-				table = append(table, fmt.Sprintf("%-34s %4d %7d %7d %10d %5d", sc.name, run, row.events, row.faults, row.duplicates, row.lost))
+				table = append(table, fmt.Sprintf("%-42s %4d %7d %7d %10d %5d", sc.name, run, row.events, row.faults, row.duplicates, row.lost))
 				mu.Unlock()
 				if t.Failed() {
 					return
@@ -185,7 +197,12 @@ func TestChaos(t *testing.T) {
 type chaosRow struct{ events, faults, duplicates, lost int }
 
 func runScenario(t *testing.T, sc scenario, invoices int) chaosRow {
-	env := harness.New(t, harness.Options{Proxy: sc.proxy, FinanceEnv: chaosConfig})
+	cfg := chaosConfig
+	if sc.batch {
+		cfg = maps.Clone(chaosConfig)
+		cfg["DISPATCH_MODE"] = "batch"
+	}
+	env := harness.New(t, harness.Options{Proxy: sc.proxy, FinanceEnv: cfg})
 	api := env.Finance
 	if sc.api != nil {
 		api = sc.api(t, env)

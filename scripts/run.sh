@@ -48,6 +48,7 @@ DATABASE_URL=$(db_url logistics) HTTP_ADDR=${LOGISTICS_ADDR:-127.0.0.1:8082} \
 DATABASE_URL=$(db_url finance) HTTP_ADDR=${FINANCE_ADDR:-127.0.0.1:8081} \
   LOGISTICS_WEBHOOK_URL=http://${LOGISTICS_ADDR:-127.0.0.1:8082}/webhooks/finance \
   OUTBOUND_ALLOW=${OUTBOUND_ALLOW:-127.0.0.1/32} \
+  LOGISTICS_OPS_TOKEN=$(echo "$API_TOKENS" | tr ',' '\n' | sed -n 's/^ops://p') \
   bin/finance serve 2>>.data/finance.log & pids+=($!)
 
 token() { echo "$API_TOKENS" | tr ',' '\n' | sed -n "s/^$1://p"; }

@@ -123,6 +123,8 @@ func New(t testing.TB, opts Options) *Env {
 		"API_TOKENS":     "clerk:" + ClerkToken + ",ops:" + OpsToken + ",warehouse:" + WarehouseToken,
 		"WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(SecretKey),
 		"LOG_LEVEL":      "debug",
+		// Small pools: many services share the test server's max_connections.
+		"DB_MAX_CONNS": "10",
 	}
 	env.Logistics = NewService(t, filepath.Join(bin, "logistics"), merge(common,
 		map[string]string{"DATABASE_URL": env.LogisticsDB}, opts.LogisticsEnv))

@@ -142,6 +142,7 @@ func start(ctx context.Context, bin string) (*services, error) {
 	s.finance = harness.Prepare(filepath.Join(bin, "finance"), fa, with(common,
 		"DATABASE_URL", s.financeDB,
 		"LOGISTICS_WEBHOOK_URL", "http://"+la+"/webhooks/finance",
+		"OUTBOUND_ALLOW", "127.0.0.1/32",
 		"DISPATCH_BACKOFF", "1s,2s,4s",
 		"BREAKER_COOLDOWN", "3s"))
 	if err := s.logistics.Run(30 * time.Second); err != nil {

@@ -1,0 +1,76 @@
+package deploy
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// leftToDefaults are the variables a binary reads that compose.yaml deliberately leaves
+// unset, each with the reason its built-in default (see `finance help`, `logistics
+// help`) suits the containers too. Every other variable a binary reads must be set in
+// compose.yaml, so a binary that starts reading a new one fails
+// TestComposeSetsEveryVariableTheBinariesRead until someone decides its value here.
+var leftToDefaults = map[string]map[string]string{
+	"finance": {
+		"ALERT_GATHER":              "5s for an alert to count its companions before it pages",
+		"ALERT_REPEAT":              "at most one message a minute per alert",
+		"RETENTION_OUTBOX_AGE":      "SPEC §3.5: delivered events are archived after 30 days",
+		"RETENTION_ARCHIVE_AGE":     "SPEC §3.5: the archive keeps a year",
+		"RETENTION_IDEMPOTENCY_AGE": "SPEC §3.1: Idempotency-Key records are kept 24 h",
+		"RETENTION_BATCH":           "1000 rows per statement keeps locks short",
+		"RECONCILE_SCHEDULE":        "reconciliation every 10 minutes",
+		"RECONCILE_WINDOW":          "each run compares the last hour",
+		"RECONCILE_OVERDUE":         "15 minutes past its next attempt is overdue",
+		"LOGISTICS_API_URL":         "derived from LOGISTICS_WEBHOOK_URL: http://logistics:8082",
+	},
+	"logistics": {
+		"RETENTION_PROCESSED_AGE": "SPEC §3.5: processed events are kept 90 days",
+		"RETENTION_BATCH":         "1000 rows per statement keeps locks short",
+	},
+}
+
+// helpVariable is one variable in the Environment section of a binary's help: a name
+// at the start of a line indented by two spaces (descriptions are indented further).
+var helpVariable = regexp.MustCompile(`(?m)^  ([A-Z][A-Z0-9_]*)\s`)
+
+// helpVariables runs `<bin> help` with an empty environment and returns the variables
+// it lists: what the binary reads (each cmd package tests that its help lists every
+// variable its configuration reads).
+func helpVariables(t *testing.T, bin string) []string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binaries(t), bin), "help")
+	cmd.Env = []string{}
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(out), "\nEnvironment:\n")
+	require.True(t, ok, "%s help has an Environment section:\n%s", bin, out)
+	var names []string
+	for _, m := range helpVariable.FindAllStringSubmatch(section, -1) {
+		names = append(names, m[1])
+	}
+	require.Contains(t, names, "DATABASE_URL", "the parse of %s help found its variables", bin)
+	return names
+}
+
+func TestComposeSetsEveryVariableTheBinariesRead(t *testing.T) {
+	t.Parallel()
+	p := project(t)
+	for service, bin := range binaryOf {
+		read := helpVariables(t, bin)
+		env := environment(t, p, service)
+		for _, name := range read {
+			_, set := env[name]
+			if why, ok := leftToDefaults[bin][name]; ok {
+				require.False(t, set, "%s: %s is set in compose.yaml and listed in leftToDefaults (%s): drop one", service, name, why)
+				continue
+			}
+			require.True(t, set, "%s reads %s but compose.yaml does not set it for %s: set it there, "+
+				"or add it to leftToDefaults with the reason its default suits containers", bin, name, service)
+		}
+	}
+}

@@ -1,0 +1,325 @@
+package e2e_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"handoff/e2e/harness"
+)
+
+// slackStandIn is a local Slack incoming webhook: it keeps every message, or answers
+// 500, or never answers.
+type slackStandIn struct {
+	URL string
+
+	mu    sync.Mutex
+	texts []string
+}
+
+func newSlackStandIn(t *testing.T, mode string) *slackStandIn {
+	t.Helper()
+	s := &slackStandIn{}
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch mode {
+		case "hang":
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		case "500":
+			http.Error(w, "internal_error", http.StatusInternalServerError)
+			return
+		}
+		var msg struct{ Text string }
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &msg)
+		s.mu.Lock()
+		s.texts = append(s.texts, msg.Text)
+		s.mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	s.URL = srv.URL + "/services/T000/B000/XXXX"
+	return s
+}
+
+// messages returns the messages whose text contains substr.
+func (s *slackStandIn) messages(substr string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, m := range s.texts {
+		if strings.Contains(m, substr) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+var pagedCount = regexp.MustCompile(` — (\d+) in the last `)
+
+// paged adds up the counts of the messages.
+func paged(msgs []string) int {
+	n := 0
+	for _, m := range msgs {
+		if c := pagedCount.FindStringSubmatch(m); c != nil {
+			v, _ := strconv.Atoi(c[1])
+			n += v
+		}
+	}
+	return n
+}
+
+// rejecting stands between finance and logistics: events of customers named bad-…
+// are answered 422 (dead-lettered at once), everything else goes on to logistics.
+func rejecting(t *testing.T) (gate *httptest.Server, target *atomic.Pointer[url.URL]) {
+	t.Helper()
+	target = &atomic.Pointer[url.URL]{}
+	gate = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var env struct {
+			Data struct {
+				CustomerID string `json:"customer_id"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(body, &env)
+		if strings.HasPrefix(env.Data.CustomerID, "bad-") {
+			http.Error(w, `{"type":"invalid-event"}`, http.StatusUnprocessableEntity)
+			return
+		}
+		to := target.Load()
+		if to == nil {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		httputil.NewSingleHostReverseProxy(to).ServeHTTP(w, r)
+	}))
+	t.Cleanup(gate.Close)
+	return gate, target
+}
+
+func issueMany(t *testing.T, env *harness.Env, prefix string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			r, err := harness.Do(http.MethodPost, env.Finance.URL+"/v1/invoices", harness.ClerkToken,
+				map[string]any{"customer_id": fmt.Sprintf("%s%d", prefix, i), "currency": "EUR", "total_minor": 1000})
+			if err == nil && r.Status != http.StatusCreated {
+				err = fmt.Errorf("issue: %d %s", r.Status, r.Body)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// 50 invoices dead-lettered in a burst page a local Slack at least once and at most
+// ten times, with counts that add up to 50, naming an event, an invoice, the last
+// error and the dashboard.
+func TestDeadLetterBurstPagesSlackWithCounts(t *testing.T) {
+	t.Parallel()
+	slack := newSlackStandIn(t, "ok")
+	gate, _ := rejecting(t)
+	env := harness.New(t, harness.Options{LogisticsURL: gate.URL + "/webhooks/finance", FinanceEnv: map[string]string{
+		"SLACK_WEBHOOK_URL": slack.URL, "ALERT_GATHER": "2s", "ALERT_REPEAT": "3s",
+	}})
+	issueMany(t, env, "bad-", 50)
+
+	require.Eventually(t, func() bool {
+		return paged(slack.messages("events dead-lettered")) == 50
+	}, 30*time.Second, 50*time.Millisecond, "pages: %q", slack.messages(""))
+	require.Equal(t, 50, query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox WHERE delivery_status = 'failed'`))
+	msgs := slack.messages("events dead-lettered")
+	require.GreaterOrEqual(t, len(msgs), 1)
+	require.LessOrEqual(t, len(msgs), 10)
+	require.Regexp(t, `e\.g\. event [0-9a-f-]{36}, invoice [0-9a-f-]{36}, last error: rejected_by_receiver: HTTP 422`, msgs[0])
+	require.Contains(t, msgs[0], "Dashboard: http://"+env.Finance.Addr+"/ops/")
+}
+
+// Slack answering 500, or not answering at all, does not slow the delivery of other
+// events: paid invoices still become waiting shipments within the usual half second,
+// and the alerts that could not be sent stay stored for a retry.
+func TestSlackOutageDoesNotSlowDelivery(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"500", "hang"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			slack := newSlackStandIn(t, mode)
+			gate, target := rejecting(t)
+			env := harness.New(t, harness.Options{LogisticsURL: gate.URL + "/webhooks/finance", FinanceEnv: map[string]string{
+				"SLACK_WEBHOOK_URL": slack.URL, "ALERT_GATHER": "100ms", "DISPATCH_INTERVAL": "5s",
+			}})
+			u, err := url.Parse(env.Logistics.URL)
+			require.NoError(t, err)
+			target.Store(u)
+			issueMany(t, env, "bad-", 20)
+
+			var latencies []time.Duration
+			for i := range 10 {
+				inv := issue(t, env, fmt.Sprintf("good-%d", i))
+				require.Equal(t, http.StatusCreated, pay(t, env, inv, "pay-"+inv.ID).Status)
+				require.Eventually(t, func() bool {
+					s, ok := shipmentOf(t, env, inv.ID)
+					return ok && s.State == "waiting"
+				}, 10*time.Second, 5*time.Millisecond)
+				paidAt := query[time.Time](t, env.FinanceDB, `SELECT created_at FROM payments WHERE invoice_id = $1`, inv.ID)
+				waitingAt := query[time.Time](t, env.LogisticsDB, `SELECT h.at FROM shipment_history h
+					JOIN shipments s ON s.id = h.shipment_id WHERE s.invoice_id = $1 AND h.to_state = 'waiting'`, inv.ID)
+				latencies = append(latencies, waitingAt.Sub(paidAt))
+			}
+			slices.Sort(latencies)
+			t.Logf("Slack %s: pay→waiting median %s, max %s", mode, latencies[len(latencies)/2], latencies[len(latencies)-1])
+			require.Less(t, latencies[len(latencies)/2], time.Second, "a blocked dispatcher would wait out the Slack timeout (10 s)")
+			require.Eventually(t, func() bool {
+				return query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_alerts
+					WHERE kind = 'dead_letter' AND unsent_count > 0 AND (send_failures > 0 OR claim_token IS NOT NULL)`) == 1
+			}, 30*time.Second, 50*time.Millisecond, "the unsent page is kept for a retry")
+		})
+	}
+}
+
+// One grep of both services' logs by the correlation id of the clerk's payment request
+// shows the payment, its delivery and the logistics transaction.
+func TestCorrelationIDFollowsThePaymentAcrossBothServices(t *testing.T) {
+	t.Parallel()
+	env := harness.New(t, harness.Options{})
+	inv := issue(t, env, "cust-trace")
+	corr := "corr-" + uuid.NewString()
+	r := harness.Call(t, http.MethodPost, env.Finance.URL+"/v1/invoices/"+inv.ID+"/payments", harness.ClerkToken,
+		map[string]any{"payment_id": "pay-trace", "amount_minor": inv.TotalMinor}, "X-Request-ID", corr)
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	require.Equal(t, corr, r.Header.Get("X-Request-ID"))
+	require.Eventually(t, func() bool {
+		s, ok := shipmentOf(t, env, inv.ID)
+		return ok && s.State == "waiting"
+	}, 10*time.Second, 5*time.Millisecond)
+
+	want := map[*harness.Service][]string{
+		env.Finance:   {`"msg":"http request"`, `"msg":"event delivered"`},
+		env.Logistics: {`"msg":"webhook event processed"`, `"msg":"http request"`},
+	}
+	require.Eventually(t, func() bool {
+		for svc, msgs := range want {
+			lines := grep(svc.Log(), corr)
+			for _, msg := range msgs {
+				if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, msg) }) {
+					return false
+				}
+			}
+		}
+		return true
+	}, 10*time.Second, 20*time.Millisecond, "finance:\n%s\nlogistics:\n%s", grep(env.Finance.Log(), corr), grep(env.Logistics.Log(), corr))
+	payment := grep(env.Finance.Log(), corr)[0]
+	require.Contains(t, payment, `"path":"/v1/invoices/:id/payments"`)
+	require.Contains(t, strings.Join(grep(env.Finance.Log(), corr), "\n"), `"event_type":"invoice.paid"`)
+	require.Contains(t, strings.Join(grep(env.Logistics.Log(), corr), "\n"), `"invoice_id":"`+inv.ID+`"`)
+}
+
+// grep returns the lines of log that contain s.
+func grep(log, s string) []string {
+	var out []string
+	for line := range strings.SplitSeq(log, "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// Reconciliation over a clean run reports nothing; after one processed-event row is
+// deleted by hand in logistics it reports exactly that key, from the CLI and from the
+// scheduled job, which pages. Both services' /metrics show the deliveries.
+func TestReconciliationFindsADeletedProcessedEvent(t *testing.T) {
+	t.Parallel()
+	slack := newSlackStandIn(t, "ok")
+	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{
+		"LOGISTICS_OPS_TOKEN": harness.OpsToken, "RECONCILE_SCHEDULE": "@every 1s",
+		"SLACK_WEBHOOK_URL": slack.URL, "ALERT_GATHER": "100ms",
+	}})
+	var ids []string
+	for i := range 5 {
+		inv := issue(t, env, fmt.Sprintf("cust-rec-%d", i))
+		require.Equal(t, http.StatusCreated, pay(t, env, inv, "pay-"+inv.ID).Status)
+		ids = append(ids, inv.ID)
+	}
+	require.Eventually(t, func() bool {
+		return query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox WHERE delivery_status = 'delivered'`) == 10
+	}, 15*time.Second, 10*time.Millisecond)
+
+	out, err := reconcileCLI(t, env)
+	require.NoError(t, err, out)
+	require.Regexp(t, `(?m)^delivered\s+10 `, out)
+	require.Regexp(t, `(?m)^delivered but never applied\s+0$`, out)
+	require.Regexp(t, `(?m)^applied but unknown to finance\s+0$`, out)
+	require.Regexp(t, `(?m)^pending far past schedule\s+0$`, out)
+
+	lost := "invoice.paid:" + ids[2] + ":pay-" + ids[2]
+	deleted := query[string](t, env.LogisticsDB, `DELETE FROM logistics_processed_events WHERE idempotency_key = $1
+		RETURNING idempotency_key`, lost)
+	require.Equal(t, lost, deleted)
+	out, err = reconcileCLI(t, env)
+	require.Error(t, err, "discrepancies exit non-zero")
+	require.Regexp(t, `(?m)^delivered but never applied\s+1$`, out)
+	require.Regexp(t, `(?m)^applied but unknown to finance\s+0$`, out)
+	require.Equal(t, 1, strings.Count(out, "  invoice."), out)
+	require.Contains(t, out, "  "+lost+"  ")
+
+	require.Eventually(t, func() bool {
+		return len(slack.messages("events delivered but never applied by logistics")) > 0
+	}, 15*time.Second, 20*time.Millisecond, "the scheduled run pages")
+	require.Contains(t, slack.messages("never applied")[0], "e.g. key "+lost)
+	require.Equal(t, lost, query[string](t, env.FinanceDB, `SELECT missing->0->>'idempotency_key' FROM finance_reconciliations
+		ORDER BY id DESC LIMIT 1`))
+
+	scrapes := map[*harness.Service][]string{
+		env.Finance: {`finance_deliveries_total{answer="200",outcome="delivered"} 10`, `finance_outbox_events{status="pending"} 0`,
+			`finance_delivery_end_to_end_seconds_count 10`, `finance_delivery_duration_seconds_count 10`},
+		env.Logistics: {`logistics_webhook_requests_total{status="200"} 10`, `logistics_webhook_duplicates_total 0`,
+			`logistics_webhook_duration_seconds_count 10`},
+	}
+	for svc, series := range scrapes {
+		r := harness.Call(t, http.MethodGet, svc.URL+"/metrics", "", nil)
+		require.Equal(t, http.StatusOK, r.Status)
+		for _, s := range series {
+			require.Contains(t, string(r.Body), s)
+		}
+	}
+}
+
+// reconcileCLI runs `finance reconcile --since=10m` against env and returns its output.
+func reconcileCLI(t *testing.T, env *harness.Env) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(harness.Binaries(t), "finance"), "reconcile", "--since=10m")
+	cmd.Env = []string{"DATABASE_URL=" + env.FinanceDB, "LOGISTICS_API_URL=" + env.Logistics.URL,
+		"LOGISTICS_OPS_TOKEN=" + harness.OpsToken}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
