@@ -1,10 +1,10 @@
 # handoff — see README.md. `make help` lists the targets.
 MODULES := pkg/integrationkit migrations finance logistics e2e
 
-.PHONY: help run test chaos demo lint build clean
+.PHONY: help run test chaos demo bench bench-short lint build clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 run: ## start PostgreSQL (found or private), both services, print URLs; Ctrl-C stops
 	@scripts/run.sh
@@ -18,6 +18,14 @@ chaos: ## the full chaos suite: 300 invoices per scenario, 5 runs in a row (minu
 
 demo: ## invoices paid during a logistics outage, then recovery, on its own services
 	@export PG_ADMIN_URL=$$(scripts/pg.sh ensure) && cd e2e && go run ./cmd/demo
+
+bench: ## SPEC §9 benchmark against the pgx ceiling, both delivery modes (many minutes)
+	@url=$$(scripts/pg.sh ensure) && export PG_ADMIN_URL=$$url TEST_DATABASE_URL=$$url && \
+		cd e2e && go run ./cmd/bench
+
+bench-short: ## a quick benchmark (about two minutes), ending with `e2e/ceiling: 0.NN`
+	@url=$$(scripts/pg.sh ensure) && export PG_ADMIN_URL=$$url TEST_DATABASE_URL=$$url && \
+		cd e2e && go run ./cmd/bench -short
 
 lint: ## gofmt, go vet and staticcheck over every module
 	@test -z "$$(gofmt -l $(MODULES))" || { gofmt -l $(MODULES); exit 1; }

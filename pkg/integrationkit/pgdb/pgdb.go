@@ -4,24 +4,35 @@ package pgdb
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // Open connects to the PostgreSQL database at url and checks that it answers.
 // maxConns bounds the pool (0 keeps database/sql's default of unlimited).
+//
+// Statements go out in pgx's exec mode (one round trip, unnamed statement) unless the
+// URL names a default_query_exec_mode: bun writes every value into the SQL text, so
+// pgx's default statement cache would prepare, and later deallocate, a named
+// statement for almost every query — two round trips and about twice the CPU on
+// both sides, for plans that are never reused.
 func Open(ctx context.Context, url string, maxConns int) (*bun.DB, error) {
-	sqldb, err := sql.Open("pgx", url)
+	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	if !strings.Contains(url, "default_query_exec_mode") {
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	sqldb := stdlib.OpenDB(*cfg)
 	if maxConns > 0 {
 		sqldb.SetMaxOpenConns(maxConns)
 		sqldb.SetMaxIdleConns(maxConns)

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDistOfUsesNearestRank(t *testing.T) {
+	t.Parallel()
+	ds := make([]time.Duration, 100)
+	for i := range ds {
+		ds[i] = time.Duration(100-i) * time.Millisecond // 100 ms … 1 ms, unsorted
+	}
+	d := distOf(ds)
+	require.Equal(t, Dist{N: 100, P50: 50, P95: 95, P99: 99, Max: 100}, d)
+	require.Equal(t, Dist{}, distOf(nil))
+	require.Equal(t, Dist{N: 1, P50: 7, P95: 7, P99: 7, Max: 7}, distOf([]time.Duration{7 * time.Millisecond}))
+}
+
+func TestNumGroupsThousands(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[float64]string{0: "0.0", 99.94: "99.9", 100: "100", 1234.4: "1,234", 1234567: "1,234,567"} {
+		require.Equal(t, want, num(in), "%v", in)
+	}
+}
+
+func TestCeilingWorkersAreSortedAndDistinct(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []int{4, 8, 16}, ceilingWorkers(16))
+	require.Equal(t, []int{4, 8}, ceilingWorkers(8))
+	require.Equal(t, []int{2, 4, 8}, ceilingWorkers(2))
+}
+
+func TestTableMarksAnUnavailableModeAndEndsEachRow(t *testing.T) {
+	t.Parallel()
+	r := &Result{
+		Ceiling: Ceiling{Workers: 8, ProducerTxPerSec: 2000, ConsumerTxPerSec: 2500},
+		Modes: []ModeResult{
+			{Mode: "single", Saturation: &Saturation{Events: 10, EndToEndPerSec: 600, PaymentsPerSec: 400}},
+			{Mode: "batch", Unavailable: errBatchUnavailable.Error()},
+		},
+	}
+	require.InDelta(t, 0.3, r.ceilingRatio(), 1e-9)
+	var buf bytes.Buffer
+	writeTable(&buf, r)
+	out := buf.String()
+	require.Contains(t, out, "| 600 | 0.30 | n/a (batch endpoint not available) | — |")
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "|") {
+			require.Equal(t, 2+2*2, strings.Count(line, "|")-1, "every row has all columns: %s", line)
+		}
+	}
+}

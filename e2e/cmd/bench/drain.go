@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"syscall"
+	"time"
+)
+
+// outage stops logistics, lets clerks pay until p.Backlog events wait, starts
+// logistics again and times the drain.
+func (e *env) outage(ctx context.Context, p plan, clerks int, progress logf) (Drain, error) {
+	d := Drain{Replicas: 1}
+	if err := e.logistics.Signal(syscall.SIGTERM); err != nil {
+		return d, err
+	}
+	start, err := dbNow(ctx, e.fdb)
+	if err != nil {
+		return d, err
+	}
+	t := closedLoop(ctx, newAPI(e.finance.URL), clerks, int64(math.Ceil(float64(p.Backlog)/2)), time.Now().Add(p.DrainTimeout), "outage")
+	if err := t.err(); err != nil {
+		return d, fmt.Errorf("outage: %w", err)
+	}
+	end, err := dbNow(ctx, e.fdb)
+	if err != nil {
+		return d, err
+	}
+	d.AcceptedPerSec = rate(t.paid.Load(), end.Sub(start))
+	progress("%s: %d events wait; logistics up again", e.mode, 2*t.paid.Load())
+	if err := e.logistics.Run(readyWithin); err != nil {
+		return d, err
+	}
+	up, err := dbNow(ctx, e.fdb)
+	if err != nil {
+		return d, err
+	}
+	if err := e.waitDrained(ctx, p.DrainTimeout); err != nil {
+		return d, err
+	}
+	return d, e.drainStats(ctx, &d, up, start)
+}
+
+// seededDrain starts replicas-1 more dispatchers, seeds events pending rows and
+// times their delivery by all of them.
+func (e *env) seededDrain(ctx context.Context, p plan, replicas, events int) (Drain, error) {
+	d := Drain{Replicas: replicas}
+	defer func() { _ = e.stopReplicas() }()
+	if err := e.startReplicas(replicas - 1); err != nil {
+		return d, err
+	}
+	_, released, err := seedEvents(ctx, e.fdb, events, e.dest, "pending")
+	if err != nil {
+		return d, err
+	}
+	if err := e.waitDrained(ctx, p.DrainTimeout); err != nil {
+		return d, err
+	}
+	return d, e.drainStats(ctx, &d, released, time.Time{})
+}
+
+// history gives the outbox p.History delivered rows, vacuums it, and times the drain
+// of p.Pending seeded events by one dispatcher.
+func (e *env) history(ctx context.Context, p plan) (Drain, error) {
+	if _, _, err := seedEvents(ctx, e.fdb, p.History, e.dest, "delivered"); err != nil {
+		return Drain{}, err
+	}
+	if err := vacuumAnalyze(ctx, e.fdb); err != nil {
+		return Drain{}, err
+	}
+	return e.seededDrain(ctx, p, 1, p.Pending)
+}
+
+// drainStats fills d from the events delivered since released (and, when createdFrom
+// is set, created since then).
+func (e *env) drainStats(ctx context.Context, d *Drain, released, createdFrom time.Time) error {
+	var first, last *time.Time
+	err := e.fdb.QueryRow(ctx, `SELECT count(*), min(delivered_at), max(delivered_at) FROM finance_outbox
+		WHERE delivery_status = 'delivered' AND delivered_at >= $1 AND created_at >= $2`,
+		released, createdFrom).Scan(&d.Events, &first, &last)
+	if err != nil {
+		return fmt.Errorf("drain statistics: %w", err)
+	}
+	if first == nil || last == nil {
+		return fmt.Errorf("drain: nothing was delivered")
+	}
+	empty := last.Sub(released)
+	d.SecondsToEmpty = empty.Seconds()
+	d.EventsPerSec = rate(d.Events, empty)
+	d.DeliveryPerSec = rate(d.Events, last.Sub(*first))
+	return nil
+}
+
+// waitDrained polls until no event is pending, for at most within.
+func (e *env) waitDrained(ctx context.Context, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		var pending bool
+		err := e.fdb.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM finance_outbox WHERE delivery_status = 'pending')`).Scan(&pending)
+		if err != nil {
+			return fmt.Errorf("wait for the outbox to drain: %w", err)
+		}
+		if !pending {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var n int64
+			_ = e.fdb.QueryRow(ctx, `SELECT count(*) FROM finance_outbox WHERE delivery_status = 'pending'`).Scan(&n)
+			return fmt.Errorf("%d events still pending after %s", n, within)
+		}
+		pause(ctx, 50*time.Millisecond)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// OutboxCounts is the outbox by status at the end of a mode's runs.
+type OutboxCounts struct {
+	Delivered int64 `json:"delivered"`
+	Pending   int64 `json:"pending"`
+	Failed    int64 `json:"failed"`
+	// NotFound counts dead letters whose last answer was 404.
+	NotFound int64 `json:"failed_404"`
+}
+
+func (e *env) counts(ctx context.Context) (OutboxCounts, error) {
+	var c OutboxCounts
+	err := e.fdb.QueryRow(ctx, `SELECT
+			count(*) FILTER (WHERE delivery_status = 'delivered'),
+			count(*) FILTER (WHERE delivery_status = 'pending'),
+			count(*) FILTER (WHERE delivery_status = 'failed'),
+			count(*) FILTER (WHERE delivery_status = 'failed' AND last_status_code = 404)
+		FROM finance_outbox`).Scan(&c.Delivered, &c.Pending, &c.Failed, &c.NotFound)
+	if err != nil {
+		return c, fmt.Errorf("outbox counts: %w", err)
+	}
+	return c, nil
+}

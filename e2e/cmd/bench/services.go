@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"handoff/e2e/harness"
+)
+
+// readyWithin bounds a service's start.
+const readyWithin = 30 * time.Second
+
+// env is one pair of services on fresh databases, delivering in one mode, with the
+// benchmark's own connections to both databases.
+type env struct {
+	mode       string
+	bin        string
+	financeEnv map[string]string
+	dest       string // LOGISTICS_WEBHOOK_URL
+	finance    *harness.Service
+	logistics  *harness.Service
+	replicas   []*harness.Service
+	exited     []*harness.Service // stopped replicas, kept for their logs
+	fdb, ldb   *pgxpool.Pool
+	dbNames    []string
+	stop       func() // stops the analyzer, if any
+}
+
+// errBatchUnavailable means logistics has no batch endpoint yet.
+var errBatchUnavailable = errors.New("batch endpoint not available")
+
+// startEnv creates the mode's databases and starts logistics, then finance, each
+// applying its migrations, both with vars on top of the benchmark's settings. In batch
+// mode it first checks that logistics serves the batch endpoint and returns
+// errBatchUnavailable when it does not.
+func startEnv(ctx context.Context, cl *cluster, bin, mode string, vars map[string]string) (*env, error) {
+	e := &env{mode: mode, bin: bin, dbNames: []string{dbPrefix + mode + "_finance", dbPrefix + mode + "_logistics"}}
+	financeURL, err := cl.create(ctx, mode+"_finance")
+	if err != nil {
+		return nil, err
+	}
+	logisticsURL, err := cl.create(ctx, mode+"_logistics")
+	if err != nil {
+		return nil, err
+	}
+	common := map[string]string{
+		"API_TOKENS":     "clerk:" + harness.ClerkToken + ",ops:" + harness.OpsToken + ",warehouse:" + harness.WarehouseToken,
+		"WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(harness.SecretKey),
+		"LOG_LEVEL":      "warn", // per-event info lines would fill the harness's in-memory log
+	}
+	maps.Copy(common, vars)
+	if e.logistics, err = prepare(bin, "logistics", with(common, "DATABASE_URL", logisticsURL)); err != nil {
+		return nil, err
+	}
+	if err := e.logistics.Run(readyWithin); err != nil {
+		return nil, err
+	}
+	if mode == "batch" {
+		if ok, err := batchEndpoint(ctx, e.logistics.URL); err != nil || !ok {
+			e.close()
+			return nil, cmpErr(err, errBatchUnavailable)
+		}
+	}
+	e.dest = e.logistics.URL + "/webhooks/finance"
+	e.financeEnv = with(common,
+		"DATABASE_URL", financeURL,
+		"LOGISTICS_WEBHOOK_URL", e.dest,
+		"OUTBOUND_ALLOW", "127.0.0.1/32",
+		"DISPATCH_MODE", mode,
+		// An outage's first failures back off and the circuit cools down for seconds,
+		// not the production minutes: the drain measures throughput, not the schedule.
+		"DISPATCH_BACKOFF", "1s,2s,4s",
+		"BREAKER_COOLDOWN", "1s")
+	maps.Copy(e.financeEnv, vars)
+	if e.finance, err = prepare(bin, "finance", e.financeEnv); err != nil {
+		e.close()
+		return nil, err
+	}
+	if err := e.finance.Run(readyWithin); err != nil {
+		e.close()
+		return nil, err
+	}
+	if err := e.connect(ctx, financeURL, logisticsURL); err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *env) connect(ctx context.Context, financeURL, logisticsURL string) error {
+	var err error
+	if e.fdb, err = openPool(ctx, financeURL, 4); err != nil {
+		return fmt.Errorf("finance database: %w", err)
+	}
+	if e.ldb, err = openPool(ctx, logisticsURL, 4); err != nil {
+		return fmt.Errorf("logistics database: %w", err)
+	}
+	return nil
+}
+
+// analyzeEvery runs ANALYZE on both databases at that interval until close: a stand-in
+// for autovacuum's analyze on a server that has autovacuum off, where the planner
+// would otherwise never learn that the outbox holds a backlog.
+func (e *env) analyzeEvery(every time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	e.stop = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				_, _ = e.fdb.Exec(ctx, `ANALYZE`)
+				_, _ = e.ldb.Exec(ctx, `ANALYZE`)
+			}
+		}
+	}()
+}
+
+// cpu reads the processor time so far of both services and their backends.
+func (e *env) cpu(ctx context.Context) (cpuSnapshot, error) {
+	return snapshot(ctx, e.bin, e.fdb, e.dbNames)
+}
+
+// prepare describes a process of the named binary on a free loopback port.
+func prepare(bin, name string, vars map[string]string) (*harness.Service, error) {
+	addr, err := harness.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	return harness.Prepare(filepath.Join(bin, name), addr, vars), nil
+}
+
+// batchEndpoint reports whether logistics routes POST /webhooks/finance/batch: an
+// unsigned request is refused there (401, 400, 415…), and answered 404 or 405 only
+// when the route does not exist.
+func batchEndpoint(ctx context.Context, logisticsURL string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, logisticsURL+"/webhooks/finance/batch", strings.NewReader(`{"items":[]}`))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("probe the batch endpoint: %w", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed, nil
+}
+
+// startReplicas runs n more finance processes with the dispatcher on, on the same
+// database and destination, and waits until each is ready.
+func (e *env) startReplicas(n int) error {
+	for range n {
+		r, err := prepare(e.bin, "finance", with(e.financeEnv, "MIGRATE_ON_START", "false", "DISPATCH_ENABLED", "true"))
+		if err != nil {
+			return err
+		}
+		e.replicas = append(e.replicas, r)
+		if err := r.Run(readyWithin); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopReplicas stops every extra finance process.
+func (e *env) stopReplicas() error {
+	var errs []error
+	for _, r := range e.replicas {
+		errs = append(errs, r.Signal(syscall.SIGTERM))
+	}
+	e.exited = append(e.exited, e.replicas...)
+	e.replicas = nil
+	return errors.Join(errs...)
+}
+
+// close stops every process and closes the connections; the databases are dropped
+// by the cluster.
+func (e *env) close() {
+	if e.stop != nil {
+		e.stop()
+	}
+	_ = e.stopReplicas()
+	for _, s := range []*harness.Service{e.finance, e.logistics} {
+		if s != nil {
+			_ = s.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, p := range []*pgxpool.Pool{e.fdb, e.ldb} {
+		if p != nil {
+			p.Close()
+		}
+	}
+}
+
+// logTail is the end of a service's log, for an error message.
+func logTail(s *harness.Service) string {
+	const n = 2000
+	l := s.Log()
+	if len(l) > n {
+		l = "…" + l[len(l)-n:]
+	}
+	return l
+}
+
+// with returns a copy of m with the key/value pairs kv set.
+func with(m map[string]string, kv ...string) map[string]string {
+	out := maps.Clone(m)
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// cmpErr returns err, or fallback when err is nil.
+func cmpErr(err, fallback error) error {
+	if err != nil {
+		return err
+	}
+	return fallback
+}
