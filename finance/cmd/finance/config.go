@@ -51,7 +51,9 @@ const envDoc = `Environment:
   DISPATCH_ENABLED       run the dispatcher in this process (default true)
   DISPATCH_INTERVAL      safety-net poll (default 5s)
   DISPATCH_BATCH         most events claimed at once (default 100)
-  DISPATCH_CONCURRENCY   requests in flight (default 16)
+  DISPATCH_CONCURRENCY   requests in flight (default 16 in single mode, 1 in batch mode:
+                         the next batch is claimed when the last is answered and takes
+                         everything that arrived meanwhile; replicas add parallelism)
   DISPATCH_LEASE         claim lease, > DISPATCH_TIMEOUT + 1s (default 30s)
   DISPATCH_TIMEOUT       one request, body included (default 10s)
   DISPATCH_BACKOFF       full-jitter ceilings (default 5s,30s,5m,30m,4h)
@@ -96,7 +98,6 @@ func parseConfig(lookup func(string) (string, bool)) (config, error) {
 		Dispatch: delivery.Config{
 			Interval:    env.Duration("DISPATCH_INTERVAL", 5*time.Second),
 			Batch:       env.Int("DISPATCH_BATCH", 100),
-			Concurrency: env.Int("DISPATCH_CONCURRENCY", 16),
 			Lease:       env.Duration("DISPATCH_LEASE", 30*time.Second),
 			Timeout:     env.Duration("DISPATCH_TIMEOUT", 10*time.Second),
 			Backoff:     env.Durations("DISPATCH_BACKOFF", backoff.DefaultSchedule),
@@ -109,6 +110,7 @@ func parseConfig(lookup func(string) (string, bool)) (config, error) {
 			Cooldown:  env.Duration("BREAKER_COOLDOWN", 30*time.Second),
 		},
 	}
+	c.Dispatch.Concurrency = env.Int("DISPATCH_CONCURRENCY", defaultConcurrency(c.Dispatch.Mode))
 	c.Breaker.ProbeLease = c.Dispatch.Lease
 	c.Oncall = parseOncall(env, c.HTTPAddr, c.WebhookURL)
 	if err := c.LogLevel.UnmarshalText([]byte(env.String("LOG_LEVEL", "info"))); err != nil {
@@ -145,6 +147,20 @@ func parseConfig(lookup func(string) (string, bool)) (config, error) {
 		return config{}, fmt.Errorf("invalid DISPATCH_LEASE: %w", err)
 	}
 	return c, nil
+}
+
+// defaultConcurrency is DISPATCH_CONCURRENCY when unset. In batch mode each request
+// carries a whole claim, so one is in flight per replica: the next claim waits for
+// its answer and takes everything that arrived meanwhile, the busier the bigger.
+// make bench-short on two cores, batch mode at saturation: 16 in flight sent 12
+// events per request and delivered 0.45 of the producer ceiling; 2 sent 28 and
+// delivered 0.50; 1 sent 81 and delivered 0.54, with p99 pay→shipment 35–52 ms at
+// half the saturation rate.
+func defaultConcurrency(mode string) int {
+	if mode == delivery.ModeBatch {
+		return 1
+	}
+	return 16
 }
 
 // checkWebhookURL admits an absolute http(s) URL without credentials; a rejected URL

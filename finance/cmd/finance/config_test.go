@@ -55,6 +55,21 @@ func TestDefaultsAreValid(t *testing.T) {
 	require.Equal(t, "http://127.0.0.1:8082/webhooks/finance", cfg.WebhookURL)
 	require.Equal(t, 100, cfg.Dispatch.Batch)
 	require.True(t, cfg.MigrateOnStart)
+	require.Equal(t, 16, cfg.Dispatch.Concurrency)
+}
+
+func TestBatchModeSendsFewRequestsAtOnce(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DISPATCH_MODE": "batch"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cfg, err := parseConfig(lookup)
+	require.NoError(t, err)
+	require.Equal(t, 1, cfg.Dispatch.Concurrency, "batch mode's default")
+
+	env["DISPATCH_CONCURRENCY"] = "6"
+	cfg, err = parseConfig(lookup)
+	require.NoError(t, err)
+	require.Equal(t, 6, cfg.Dispatch.Concurrency, "an explicit value wins")
 }
 
 func TestHelpListsEveryVariable(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // store holds every SQL statement of the domain. Its methods take the bun.IDB to
@@ -39,62 +41,71 @@ func (r invoiceRow) invoice() Invoice {
 	}
 }
 
-type lineRow struct {
-	bun.BaseModel `bun:"table:invoice_lines"`
-
-	InvoiceID      uuid.UUID `bun:"invoice_id,pk"`
-	LineNo         int       `bun:"line_no,pk"`
-	Description    string    `bun:"description"`
-	Quantity       int64     `bun:"quantity"`
-	UnitPriceMinor int64     `bun:"unit_price_minor"`
-	AmountMinor    int64     `bun:"amount_minor"`
-}
-
 // insertInvoice inserts inv and its lines, filling in Seq, Number and the times.
 // The number is derived from the identity value drawn in the same statement, so
 // INV-000042 is always the invoice with seq 42 (a rolled-back issue leaves a gap).
 func (store) insertInvoice(ctx context.Context, db bun.IDB, inv *Invoice) error {
-	err := db.NewRaw(`WITH s AS (SELECT nextval(pg_get_serial_sequence('invoices', 'seq')) AS seq)
+	stmts := pgdb.Prepared(db)
+	err := stmts.QueryRow(ctx, `WITH s AS (SELECT nextval(pg_get_serial_sequence('invoices', 'seq')) AS seq)
 		INSERT INTO invoices (id, seq, number, customer_id, currency, total_minor, status, event_seq)
 		OVERRIDING SYSTEM VALUE
-		SELECT ?, s.seq, 'INV-' || lpad(s.seq::text, greatest(6, length(s.seq::text)), '0'), ?, ?, ?, ?, ?
+		SELECT $1, s.seq, 'INV-' || lpad(s.seq::text, greatest(6, length(s.seq::text)), '0'), $2, $3, $4, $5, $6
 		FROM s
 		RETURNING seq, number, created_at, updated_at`,
-		inv.ID, inv.CustomerID, inv.Currency, inv.TotalMinor, inv.Status, inv.EventSeq).
-		Scan(ctx, &inv.Seq, &inv.Number, &inv.CreatedAt, &inv.UpdatedAt)
+		[]any{inv.ID, inv.CustomerID, inv.Currency, inv.TotalMinor, string(inv.Status), inv.EventSeq},
+		&inv.Seq, &inv.Number, &inv.CreatedAt, &inv.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("insert invoice: %w", err)
 	}
 	if len(inv.Lines) == 0 {
 		return nil
 	}
-	rows := make([]lineRow, len(inv.Lines))
-	for i, l := range inv.Lines {
-		rows[i] = lineRow{InvoiceID: inv.ID, LineNo: l.No, Description: l.Description,
-			Quantity: l.Quantity, UnitPriceMinor: l.UnitPriceMinor, AmountMinor: l.AmountMinor}
+	cols := lineColumns{}
+	for _, l := range inv.Lines {
+		cols.no = append(cols.no, int64(l.No))
+		cols.description = append(cols.description, l.Description)
+		cols.quantity = append(cols.quantity, l.Quantity)
+		cols.unitPrice = append(cols.unitPrice, l.UnitPriceMinor)
+		cols.amount = append(cols.amount, l.AmountMinor)
 	}
-	if _, err := db.NewInsert().Model(&rows).Exec(ctx); err != nil {
+	_, err = stmts.Exec(ctx, `INSERT INTO invoice_lines (invoice_id, line_no, description, quantity,
+			unit_price_minor, amount_minor)
+		SELECT $1, * FROM unnest($2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])`,
+		inv.ID, cols.no, cols.description, cols.quantity, cols.unitPrice, cols.amount)
+	if err != nil {
 		return fmt.Errorf("insert invoice lines: %w", err)
 	}
 	return nil
 }
 
+// lineColumns are an invoice's lines as one array per column.
+type lineColumns struct {
+	no, quantity, unitPrice, amount []int64
+	description                     []string
+}
+
 // invoice reads one invoice without its lines; lock takes its row lock until the
 // transaction ends.
 func (store) invoice(ctx context.Context, db bun.IDB, id uuid.UUID, lock bool) (Invoice, error) {
-	var row invoiceRow
-	q := db.NewSelect().Model(&row).Where("id = ?", id)
+	query := selectInvoice + ` WHERE id = $1`
 	if lock {
-		q = q.For("UPDATE")
+		query += ` FOR UPDATE`
 	}
-	if err := q.Scan(ctx); err != nil {
+	var r invoiceRow
+	err := pgdb.Prepared(db).QueryRow(ctx, query, []any{id}, &r.ID, &r.Seq, &r.Number, &r.CustomerID,
+		&r.Currency, &r.TotalMinor, &r.PaidMinor, &r.Status, &r.EventSeq, &r.CreatedAt, &r.UpdatedAt)
+	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return Invoice{}, ErrNotFound
 		}
 		return Invoice{}, fmt.Errorf("select invoice: %w", err)
 	}
-	return row.invoice(), nil
+	return r.invoice(), nil
 }
+
+// selectInvoice reads the columns of invoiceRow in its order.
+const selectInvoice = `SELECT id, seq, number, customer_id, currency, total_minor, paid_minor, status,
+	event_seq, created_at, updated_at FROM invoices`
 
 // invoiceBySeq reads the invoice numbered seq (INV-<seq>) without its lines.
 func (store) invoiceBySeq(ctx context.Context, db bun.IDB, seq int64) (Invoice, error) {
@@ -138,24 +149,37 @@ func (store) lines(ctx context.Context, db bun.IDB, ids ...uuid.UUID) (map[uuid.
 	if len(ids) == 0 {
 		return out, nil
 	}
-	var rows []lineRow
-	err := db.NewSelect().Model(&rows).Where("invoice_id IN (?)", bun.List(ids)).
-		OrderExpr("invoice_id, line_no").Scan(ctx)
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = id.String()
+	}
+	rows, err := pgdb.Prepared(db).Query(ctx, `SELECT invoice_id, line_no, description, quantity,
+			unit_price_minor, amount_minor
+		FROM invoice_lines WHERE invoice_id = ANY($1::text[]::uuid[]) ORDER BY invoice_id, line_no`, keys)
 	if err != nil {
 		return nil, fmt.Errorf("select invoice lines: %w", err)
 	}
-	for _, r := range rows {
-		out[r.InvoiceID] = append(out[r.InvoiceID], Line{No: r.LineNo, Description: r.Description,
-			Quantity: r.Quantity, UnitPriceMinor: r.UnitPriceMinor, AmountMinor: r.AmountMinor})
+	defer rows.Close()
+	for rows.Next() {
+		var id uuid.UUID
+		var l Line
+		if err := rows.Scan(&id, &l.No, &l.Description, &l.Quantity, &l.UnitPriceMinor, &l.AmountMinor); err != nil {
+			return nil, fmt.Errorf("select invoice lines: %w", err)
+		}
+		out[id] = append(out[id], l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("select invoice lines: %w", err)
 	}
 	return out, nil
 }
 
 // updateSettlement writes the invoice's paid amount, status and event sequence.
 func (store) updateSettlement(ctx context.Context, db bun.IDB, inv *Invoice) error {
-	err := db.NewRaw(`UPDATE invoices SET paid_minor = ?, status = ?, event_seq = ?, updated_at = now()
-		WHERE id = ? RETURNING updated_at`,
-		inv.PaidMinor, inv.Status, inv.EventSeq, inv.ID).Scan(ctx, &inv.UpdatedAt)
+	err := pgdb.Prepared(db).QueryRow(ctx, `UPDATE invoices SET paid_minor = $1, status = $2, event_seq = $3,
+			updated_at = now()
+		WHERE id = $4 RETURNING updated_at`,
+		[]any{inv.PaidMinor, string(inv.Status), inv.EventSeq, inv.ID}, &inv.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("update invoice: %w", err)
 	}
@@ -164,9 +188,9 @@ func (store) updateSettlement(ctx context.Context, db bun.IDB, inv *Invoice) err
 
 // insertPayment records p, filling in CreatedAt; ErrPaymentExists when its id is taken.
 func (store) insertPayment(ctx context.Context, db bun.IDB, p *Payment) error {
-	err := db.NewRaw(`INSERT INTO payments (payment_id, invoice_id, amount_minor) VALUES (?, ?, ?)
-		ON CONFLICT (payment_id) DO NOTHING RETURNING created_at`,
-		p.PaymentID, p.InvoiceID, p.AmountMinor).Scan(ctx, &p.CreatedAt)
+	err := pgdb.Prepared(db).QueryRow(ctx, `INSERT INTO payments (payment_id, invoice_id, amount_minor)
+		VALUES ($1, $2, $3) ON CONFLICT (payment_id) DO NOTHING RETURNING created_at`,
+		[]any{p.PaymentID, p.InvoiceID, p.AmountMinor}, &p.CreatedAt)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return ErrPaymentExists

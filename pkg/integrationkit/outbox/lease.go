@@ -9,7 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // Record is a claimed event, leased to one dispatcher until LeaseToken is superseded.
@@ -48,33 +49,24 @@ var ErrLeaseLost = errors.New("outbox: lease lost to another dispatcher")
 // once per candidate, seconds per claim for a burst of 10,000 events; a plain
 // scalar subquery instead gets a selectivity guess that sorts the whole backlog.
 func (s *Store) Claim(ctx context.Context, db bun.IDB, owner string, limit int, lease time.Duration) ([]Record, error) {
-	var recs []Record
-	err := db.NewRaw(`
-		WITH due AS (
-			SELECT o.id FROM ? AS o
-			WHERE o.delivery_status = 'pending'
-			  AND o.next_attempt_at <= now()
-			  AND (o.lease_expires_at IS NULL OR o.lease_expires_at < now())
-			  AND NOT EXISTS (
-				SELECT 1 FROM ? AS p
-				WHERE p.aggregate_key = o.aggregate_key
-				  AND p.aggregate_seq < o.aggregate_seq
-				  AND p.delivery_status <> 'delivered'
-				OFFSET 0)
-			ORDER BY o.next_attempt_at
-			LIMIT ?
-			FOR UPDATE OF o SKIP LOCKED
-		)
-		UPDATE ? AS o
-		SET lease_owner = ?, lease_token = gen_random_uuid(),
-		    lease_expires_at = now() + make_interval(secs => ?)
-		FROM due WHERE o.id = due.id
-		RETURNING o.id, o.event_type, o.payload, o.idempotency_key, o.destination,
-		          o.aggregate_key, o.aggregate_seq, o.correlation_id, o.created_at,
-		          o.delivery_attempts, o.request_count, o.lease_token`,
-		bun.Ident(s.table), bun.Ident(s.table), limit,
-		bun.Ident(s.table), owner, lease.Seconds()).Scan(ctx, &recs)
+	rows, err := pgdb.Prepared(db).Query(ctx, s.sql.claim, limit, owner, lease.Seconds())
 	if err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+	defer rows.Close()
+	var recs []Record
+	for rows.Next() {
+		var r Record
+		var payload []byte
+		if err := rows.Scan(&r.ID, &r.EventType, &payload, &r.IdempotencyKey, &r.Destination,
+			&r.AggregateKey, &r.Sequence, &r.CorrelationID, &r.CreatedAt, &r.Attempts, &r.Requests,
+			&r.LeaseToken); err != nil {
+			return nil, fmt.Errorf("outbox: claim: %w", err)
+		}
+		r.Payload = payload
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
 	return recs, nil
@@ -132,41 +124,22 @@ func (s *Store) SettleMany(ctx context.Context, db bun.IDB, items []Settlement) 
 		return map[uuid.UUID]bool{}, nil
 	}
 	c := newColumns(items)
-	var ids []uuid.UUID
-	err := db.NewRaw(`
-		WITH v AS (
-			SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::text[], ?::int[], ?::int[], ?::float8[], ?::int[],
-			                     ?::text[], ?::text[], ?::text[], ?::float8[], ?::int[], ?::text[], ?::text[])
-			AS v(id, token, status, counted, sent, retry_secs, code, error, failed_reason, error_class,
-			     started, duration_ms, snippet, label)
-		), upd AS (
-			UPDATE ? AS o SET
-				delivery_status = v.status,
-				delivery_attempts = o.delivery_attempts + v.counted,
-				request_count = o.request_count + v.sent,
-				last_attempt_at = CASE WHEN v.sent = 1 THEN now() ELSE o.last_attempt_at END,
-				next_attempt_at = CASE WHEN v.status = 'pending' THEN now() + make_interval(secs => v.retry_secs) ELSE o.next_attempt_at END,
-				delivered_at = CASE WHEN v.status = 'delivered' THEN now() ELSE o.delivered_at END,
-				last_status_code = CASE WHEN v.sent = 1 THEN NULLIF(v.code, 0) ELSE o.last_status_code END,
-				last_error = CASE WHEN v.sent = 1 OR v.error <> '' THEN NULLIF(v.error, '') ELSE o.last_error END,
-				failed_reason = NULLIF(v.failed_reason, ''),
-				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-			FROM v WHERE o.id = v.id AND o.lease_token = v.token
-			RETURNING o.id, o.request_count
-		), ins AS (
-			INSERT INTO ? (outbox_id, attempt_no, started_at, duration_ms, status_code,
-			               error_class, error, response_snippet, outcome)
-			SELECT upd.id, upd.request_count, to_timestamp(v.started), v.duration_ms, NULLIF(v.code, 0),
-			       NULLIF(v.error_class, ''), NULLIF(v.error, ''), NULLIF(v.snippet, ''), v.label
-			FROM upd JOIN v ON v.id = upd.id WHERE v.sent = 1
-		)
-		SELECT id FROM upd`,
-		pgdialect.Array(c.ids), pgdialect.Array(c.tokens), pgdialect.Array(c.status), pgdialect.Array(c.counted),
-		pgdialect.Array(c.sent), pgdialect.Array(c.retrySecs), pgdialect.Array(c.code), pgdialect.Array(c.errs),
-		pgdialect.Array(c.failedReason), pgdialect.Array(c.errClass), pgdialect.Array(c.started),
-		pgdialect.Array(c.durationMS), pgdialect.Array(c.snippet), pgdialect.Array(c.label),
-		bun.Ident(s.table), bun.Ident(s.attempts)).Scan(ctx, &ids)
+	rows, err := pgdb.Prepared(db).Query(ctx, s.sql.settle, c.ids, c.tokens, c.status, c.counted,
+		c.sent, c.retrySecs, c.code, c.errs, c.failedReason, c.errClass, c.started, c.durationMS,
+		c.snippet, c.label)
 	if err != nil {
+		return nil, fmt.Errorf("outbox: settle %d events: %w", len(items), err)
+	}
+	defer rows.Close()
+	var ids []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("outbox: settle %d events: %w", len(items), err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("outbox: settle %d events: %w", len(items), err)
 	}
 	settled := make(map[uuid.UUID]bool, len(ids))

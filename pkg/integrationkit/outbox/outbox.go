@@ -62,6 +62,7 @@ type Store struct {
 	table    string
 	attempts string
 	channel  string
+	sql      statements
 }
 
 var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
@@ -71,7 +72,7 @@ func NewStore(table string) (*Store, error) {
 	if !identifier.MatchString(table) {
 		return nil, fmt.Errorf("outbox: table name %q is not a plain lowercase identifier", table)
 	}
-	return &Store{table: table, attempts: table + "_attempts", channel: table}, nil
+	return &Store{table: table, attempts: table + "_attempts", channel: table, sql: newStatements(table)}, nil
 }
 
 // Table is the outbox table's name.
@@ -94,17 +95,16 @@ func (s *Store) Enqueue(ctx context.Context, db bun.IDB, ev Event) (uuid.UUID, e
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("outbox: new id: %w", err)
 	}
-	_, err = db.NewRaw(`INSERT INTO ? (id, event_type, payload, idempotency_key, destination,
-		aggregate_key, aggregate_seq, correlation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		bun.Ident(s.table), id, ev.Type, string(payload), ev.IdempotencyKey, ev.Destination,
-		ev.AggregateKey, ev.Sequence, ev.CorrelationID).Exec(ctx)
+	stmts := pgdb.Prepared(db)
+	_, err = stmts.Exec(ctx, s.sql.enqueue, id, ev.Type, string(payload), ev.IdempotencyKey,
+		ev.Destination, ev.AggregateKey, ev.Sequence, ev.CorrelationID)
 	if err != nil {
 		if pgdb.IsUniqueViolation(err) {
 			return uuid.Nil, fmt.Errorf("%w: %s", ErrDuplicate, ev.IdempotencyKey)
 		}
 		return uuid.Nil, fmt.Errorf("outbox: insert: %w", err)
 	}
-	if _, err := db.NewRaw(`SELECT pg_notify(?, '')`, s.channel).Exec(ctx); err != nil {
+	if _, err := stmts.Exec(ctx, `SELECT pg_notify($1, '')`, s.channel); err != nil {
 		return uuid.Nil, fmt.Errorf("outbox: notify: %w", err)
 	}
 	return id, nil

@@ -1,0 +1,71 @@
+package outbox
+
+import "github.com/jackc/pgx/v5"
+
+// statements are the per-event statements of one outbox table, fixed at NewStore so
+// pgx prepares each once per connection (pgdb.Prepared).
+type statements struct {
+	enqueue, claim, settle string
+}
+
+func newStatements(table string) statements {
+	t, attempts := pgx.Identifier{table}.Sanitize(), pgx.Identifier{table + "_attempts"}.Sanitize()
+	return statements{
+		enqueue: `INSERT INTO ` + t + ` (id, event_type, payload, idempotency_key, destination,
+			aggregate_key, aggregate_seq, correlation_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		// $1 the batch size, $2 the owner, $3 the lease in seconds.
+		claim: `
+		WITH due AS (
+			SELECT o.id FROM ` + t + ` AS o
+			WHERE o.delivery_status = 'pending'
+			  AND o.next_attempt_at <= now()
+			  AND (o.lease_expires_at IS NULL OR o.lease_expires_at < now())
+			  AND NOT EXISTS (
+				SELECT 1 FROM ` + t + ` AS p
+				WHERE p.aggregate_key = o.aggregate_key
+				  AND p.aggregate_seq < o.aggregate_seq
+				  AND p.delivery_status <> 'delivered'
+				OFFSET 0)
+			ORDER BY o.next_attempt_at
+			LIMIT $1
+			FOR UPDATE OF o SKIP LOCKED
+		)
+		UPDATE ` + t + ` AS o
+		SET lease_owner = $2, lease_token = gen_random_uuid(),
+		    lease_expires_at = now() + make_interval(secs => $3::float8)
+		FROM due WHERE o.id = due.id
+		RETURNING o.id, o.event_type, o.payload, o.idempotency_key, o.destination,
+		          o.aggregate_key, o.aggregate_seq, o.correlation_id, o.created_at,
+		          o.delivery_attempts, o.request_count, o.lease_token`,
+		// One array per column of the settlements (see columns).
+		settle: `
+		WITH v AS (
+			SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[], $4::int[], $5::int[],
+			                     $6::float8[], $7::int[], $8::text[], $9::text[], $10::text[], $11::float8[],
+			                     $12::int[], $13::text[], $14::text[])
+			AS v(id, token, status, counted, sent, retry_secs, code, error, failed_reason, error_class,
+			     started, duration_ms, snippet, label)
+		), upd AS (
+			UPDATE ` + t + ` AS o SET
+				delivery_status = v.status,
+				delivery_attempts = o.delivery_attempts + v.counted,
+				request_count = o.request_count + v.sent,
+				last_attempt_at = CASE WHEN v.sent = 1 THEN now() ELSE o.last_attempt_at END,
+				next_attempt_at = CASE WHEN v.status = 'pending' THEN now() + make_interval(secs => v.retry_secs) ELSE o.next_attempt_at END,
+				delivered_at = CASE WHEN v.status = 'delivered' THEN now() ELSE o.delivered_at END,
+				last_status_code = CASE WHEN v.sent = 1 THEN NULLIF(v.code, 0) ELSE o.last_status_code END,
+				last_error = CASE WHEN v.sent = 1 OR v.error <> '' THEN NULLIF(v.error, '') ELSE o.last_error END,
+				failed_reason = NULLIF(v.failed_reason, ''),
+				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+			FROM v WHERE o.id = v.id AND o.lease_token = v.token
+			RETURNING o.id, o.request_count
+		), ins AS (
+			INSERT INTO ` + attempts + ` (outbox_id, attempt_no, started_at, duration_ms, status_code,
+			               error_class, error, response_snippet, outcome)
+			SELECT upd.id, upd.request_count, to_timestamp(v.started), v.duration_ms, NULLIF(v.code, 0),
+			       NULLIF(v.error_class, ''), NULLIF(v.error, ''), NULLIF(v.snippet, ''), v.label
+			FROM upd JOIN v ON v.id = upd.id WHERE v.sent = 1
+		)
+		SELECT id FROM upd`,
+	}
+}
