@@ -7,12 +7,15 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -321,15 +324,49 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.s.log.Write(p)
 }
 
-// FreeAddr returns a loopback address with a port that was free a moment ago.
+// FreeAddr returns a loopback address with a port that was free a moment ago. The port
+// lies below the kernel's ephemeral range when there is room there: a port from that
+// range, once released, can be handed to one of the many outgoing connections a
+// chaos run makes before the service binds it ("address already in use"), and to a
+// restarted service after a SIGKILL, which binds the same port again.
 func FreeAddr() (string, error) {
 	var lc net.ListenConfig
+	if low := ephemeralLow(); low > minPort+1000 {
+		for range 50 {
+			port := minPort + rand.IntN(low-minPort)
+			ln, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err == nil {
+				addr := ln.Addr().String()
+				return addr, ln.Close()
+			}
+		}
+	}
 	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// minPort is the lowest port FreeAddr picks, clear of the usual services' ports.
+const minPort = 20000
+
+// ephemeralLow is the first port of Linux's ephemeral range, or 0 when unknown.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 0
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 0
+	}
+	return low
 }
 
 // RemoveBinaries deletes what Build made; call it from TestMain after the tests.

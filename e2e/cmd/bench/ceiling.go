@@ -205,7 +205,7 @@ const (
 		SELECT $1, s.seq, 'INV-' || lpad(s.seq::text, greatest(6, length(s.seq::text)), '0'), 'ceiling', 'EUR', 12000, 'issued', 1
 		FROM s RETURNING number`
 	sqlLine = `INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price_minor, amount_minor)
-		VALUES ($1, 1, 'Pallet', 2, 6000, 12000)`
+		SELECT $1, * FROM unnest($2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])`
 	sqlOutbox = `INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination,
 		aggregate_key, aggregate_seq, correlation_id) VALUES ($1, $2, $3, $4, 'http://127.0.0.1:9/webhooks/finance', $5, $6, '')`
 	sqlNotify      = `SELECT pg_notify('finance_outbox', '')`
@@ -215,8 +215,8 @@ const (
 		ON CONFLICT (payment_id) DO NOTHING RETURNING created_at`
 	sqlSettle = `UPDATE invoices SET paid_minor = 12000, status = 'paid', event_seq = 2, updated_at = now()
 		WHERE id = $1 RETURNING updated_at`
-	sqlLines = `SELECT line_no, description, quantity, unit_price_minor, amount_minor FROM invoice_lines
-		WHERE invoice_id = ANY($1) ORDER BY invoice_id, line_no`
+	sqlLines = `SELECT invoice_id, line_no, description, quantity, unit_price_minor, amount_minor
+		FROM invoice_lines WHERE invoice_id = ANY($1::text[]::uuid[]) ORDER BY invoice_id, line_no`
 )
 
 // producePair issues one invoice and pays it: two producer transactions.
@@ -227,7 +227,7 @@ func producePair(ctx context.Context, db *pgxpool.Pool) error {
 		if err := tx.QueryRow(ctx, sqlIssue, id).Scan(&number); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, sqlLine, id); err != nil {
+		if _, err := tx.Exec(ctx, sqlLine, id, []int32{1}, []string{"Pallet"}, []int64{2}, []int64{6000}, []int64{12000}); err != nil {
 			return err
 		}
 		return enqueue(ctx, tx, id, number, "invoice.issued", "", 1)
@@ -254,7 +254,7 @@ func producePair(ctx context.Context, db *pgxpool.Pool) error {
 		if err := enqueue(ctx, tx, id, number, "invoice.paid", payment, 2); err != nil {
 			return err
 		}
-		rows, err = tx.Query(ctx, sqlLines, []uuid.UUID{id})
+		rows, err = tx.Query(ctx, sqlLines, []string{id.String()})
 		if err != nil {
 			return err
 		}
