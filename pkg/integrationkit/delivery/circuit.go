@@ -36,7 +36,26 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 		}}
 	}
 	d.settle(ctx, items)
+	d.hastenIfClosed(ctx, recs[0].Destination)
 	return p, false
+}
+
+// hastenIfClosed makes dest's circuit-deferred events due now if its circuit is
+// closed. A circuit that closes hastens what was deferred until then; a deferral
+// written after that (its worker saw the circuit half-open just before the probe
+// closed it) would otherwise wait out the probe's lease, 30 s by default, with the
+// destination up. Looking again after every deferral closes that gap.
+func (d *Dispatcher) hastenIfClosed(ctx context.Context, dest string) {
+	state, err := d.breaker.State(ctx, d.db, dest)
+	if err != nil || state != breaker.Closed {
+		return
+	}
+	if n, err := d.store.Hasten(ctx, d.db, dest); err != nil {
+		d.log.WarnContext(ctx, "hastening deferred events failed; they wait out their deferral", "destination", dest, "err", err)
+	} else if n > 0 {
+		d.log.InfoContext(ctx, "circuit closed meanwhile: deferred events hastened", "destination", dest, "hastened", n)
+		d.Wake()
+	}
 }
 
 // verdict is what one request tells the circuit.

@@ -133,3 +133,77 @@ func offsets(ts []time.Time, from time.Time) []time.Duration {
 	}
 	return out
 }
+
+// closeOnDeferral closes the circuit right after the first event is deferred for it,
+// as a probe on another replica does when it succeeds between this replica's look at
+// the half-open circuit and its deferral: the close's own hastening came too early to
+// see the deferred event.
+type closeOnDeferral struct {
+	t     *testing.T
+	once  sync.Once
+	close func() error
+}
+
+func (o *closeOnDeferral) Settled(_ context.Context, _ outbox.Record, out outbox.Outcome) {
+	if out.Label == "circuit_open" {
+		o.once.Do(func() { require.NoError(o.t, o.close()) })
+	}
+}
+
+func (o *closeOnDeferral) CircuitChanged(context.Context, string, breaker.Transition, outbox.Record) {
+}
+
+// An event deferred while another replica's probe is in flight is sent as soon as the
+// circuit closes, even when the close (and its hastening) happened just before the
+// deferral was written: not after the probe's 30 s lease.
+func TestDeferralAfterTheCircuitClosedIsHastened(t *testing.T) {
+	t.Parallel()
+	db, _, store := outboxtest.Setup(t)
+	ctx := context.Background()
+	_, err := db.ExecContext(ctx, breakerSchema)
+	require.NoError(t, err)
+	delivered := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case delivered <- struct{}{}:
+		default:
+		}
+	}))
+	t.Cleanup(srv.Close)
+
+	br, err := breaker.New(breaker.Config{Table: "kit_breakers", Threshold: 1, Cooldown: 50 * time.Millisecond, ProbeLease: 30 * time.Second})
+	require.NoError(t, err)
+	tr, err := br.Failure(ctx, db, srv.URL, breaker.Permit{})
+	require.NoError(t, err)
+	require.Equal(t, breaker.Opened, tr)
+	time.Sleep(100 * time.Millisecond)
+	probe, err := br.Acquire(ctx, db, srv.URL) // another replica's probe: half-open for 30 s
+	require.NoError(t, err)
+	require.True(t, probe.Probe)
+
+	_, err = store.Enqueue(ctx, db, outbox.Event{Type: "thing.happened", AggregateKey: "agg", Sequence: 1,
+		IdempotencyKey: "k-1", Destination: srv.URL, Payload: map[string]int{"i": 1}})
+	require.NoError(t, err)
+	obs := &closeOnDeferral{t: t, close: func() error {
+		tr, err := br.Success(ctx, db, srv.URL, probe)
+		if err == nil && tr != breaker.ClosedT {
+			err = fmt.Errorf("the probe's success did not close the circuit: %q", tr)
+		}
+		return err
+	}}
+	d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
+		Owner: "replica", Concurrency: 4, Batch: 10, Interval: time.Minute,
+		Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 10,
+	}, delivery.Deps{Breaker: br, Observer: obs, Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = d.Run(runCtx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	select {
+	case <-delivered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the deferred event was not sent within 5 s of the circuit closing")
+	}
+}
