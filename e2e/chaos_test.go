@@ -231,11 +231,16 @@ func runScenario(t *testing.T, sc scenario, invoices int) chaosRow {
 	return checkInvariants(t, env, paid, faults)
 }
 
+// ensureUp starts s if its process is gone, and waits for it to be ready: a live
+// process may answer /readyz with 503 for a moment after its connections were
+// terminated, and a second copy of it would find its port taken.
 func ensureUp(t *testing.T, s *harness.Service) {
 	t.Helper()
-	if s.ExitCode() != -1 || !ready(s) {
+	if !s.Running() {
 		require.NoError(t, s.Run(60*time.Second))
+		return
 	}
+	require.Eventually(t, func() bool { return ready(s) }, 60*time.Second, 50*time.Millisecond, "ready again")
 }
 
 func ready(s *harness.Service) bool {

@@ -237,7 +237,7 @@ func (s *Service) Run(within time.Duration) error {
 		s.mu.Unlock()
 		close(exited)
 	}()
-	s.cmd, s.exited = cmd, exited
+	s.cmd, s.exited, s.state = cmd, exited, nil
 	s.mu.Unlock()
 	return s.waitReady(within)
 }
@@ -271,6 +271,22 @@ func (s *Service) report(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Error(err)
+	}
+}
+
+// Running reports whether the last process started is still alive.
+func (s *Service) Running() bool {
+	s.mu.Lock()
+	exited := s.exited
+	s.mu.Unlock()
+	if exited == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
 	}
 }
 
