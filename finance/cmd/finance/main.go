@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"handoff/pkg/integrationkit/buildinfo"
+	"handoff/pkg/integrationkit/httpserver"
 )
 
 const usage = `finance — invoices, payments, refunds, and the outbox that tells logistics.
@@ -84,7 +85,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	case "outbox":
 		return outboxCommand(ctx, cfg, args[1:], stdout, stderr)
 	case "healthcheck":
-		return healthcheck(ctx, cfg.HTTPAddr)
+		return httpserver.Healthcheck(ctx, cfg.HTTPAddr)
 	default:
 		return fmt.Errorf("unknown command %q: %w", args[0], errUsage)
 	}

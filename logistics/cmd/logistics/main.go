@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		return healthcheck(ctx, cfg.HTTPAddr)
+		return httpserver.Healthcheck(ctx, cfg.HTTPAddr)
 	case "serve":
 		if len(args) != 1 {
 			return errUsage

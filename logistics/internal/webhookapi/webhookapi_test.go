@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -97,17 +96,7 @@ func TestConcurrentIdenticalWebhooksApplyOnce(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = h.request(t, keyOf(env), body)
 	}
-	start := make(chan struct{})
-	resps := make([]response, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			resps[i] = do(t, reqs[i])
-		})
-	}
-	close(start)
-	wg.Wait()
+	resps := concurrently(t, reqs)
 
 	answers := map[string]int{}
 	for _, r := range resps {

@@ -73,6 +73,10 @@ type Permit struct {
 	Probe bool
 	// Wait, when not allowed, is about how long until the circuit may admit again.
 	Wait time.Duration
+	// ProbeInFlight, when not allowed, says the circuit is half-open: Wait runs to the
+	// end of another caller's probe lease, and the circuit closes as soon as that
+	// probe succeeds, which may be any moment.
+	ProbeInFlight bool
 
 	token      uuid.UUID
 	generation int64
@@ -128,7 +132,7 @@ func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit,
 		if row.WaitSecs != nil && *row.WaitSecs > 0 {
 			wait = time.Duration(*row.WaitSecs * float64(time.Second))
 		}
-		return Permit{Wait: wait}, nil
+		return Permit{Wait: wait, ProbeInFlight: row.State == HalfOpen}, nil
 	}
 }
 

@@ -36,26 +36,34 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 		}}
 	}
 	d.settle(ctx, items)
-	d.hastenIfClosed(ctx, recs[0].Destination)
+	if p.ProbeInFlight {
+		d.hastenIfClosed(ctx, recs[0].Destination)
+	}
 	return p, false
 }
 
-// hastenIfClosed makes dest's circuit-deferred events due now if its circuit is
-// closed. A circuit that closes hastens what was deferred until then; a deferral
-// written after that (its worker saw the circuit half-open just before the probe
-// closed it) would otherwise wait out the probe's lease, 30 s by default, with the
-// destination up. Looking again after every deferral closes that gap.
+// hastenIfClosed hastens dest's circuit-deferred events if its circuit is closed. A
+// circuit that closes hastens what was deferred until then; a deferral written after
+// that (its worker saw the circuit half-open just before the probe closed it) would
+// otherwise wait out the probe's lease, 30 s by default, with the destination up.
+// Looking again after a deferral behind a probe closes that gap; a deferral of an open
+// circuit comes due by itself when the circuit may probe.
 func (d *Dispatcher) hastenIfClosed(ctx context.Context, dest string) {
-	state, err := d.breaker.State(ctx, d.db, dest)
-	if err != nil || state != breaker.Closed {
+	if state, err := d.breaker.State(ctx, d.db, dest); err == nil && state == breaker.Closed {
+		d.hasten(ctx, dest, "circuit closed meanwhile")
+	}
+}
+
+// hasten makes dest's circuit-deferred events due now (the worker's finish wakes the
+// loop to claim them); why names the occasion in the log.
+func (d *Dispatcher) hasten(ctx context.Context, dest, why string) {
+	n, err := d.store.Hasten(ctx, d.db, dest)
+	if err != nil {
+		d.log.WarnContext(ctx, why+"; hastening the deferred events failed, they wait out their deferral",
+			"destination", dest, "err", err)
 		return
 	}
-	if n, err := d.store.Hasten(ctx, d.db, dest); err != nil {
-		d.log.WarnContext(ctx, "hastening deferred events failed; they wait out their deferral", "destination", dest, "err", err)
-	} else if n > 0 {
-		d.log.InfoContext(ctx, "circuit closed meanwhile: deferred events hastened", "destination", dest, "hastened", n)
-		d.Wake()
-	}
+	d.log.InfoContext(ctx, why, "destination", dest, "hastened", n)
 }
 
 // verdict is what one request tells the circuit.
@@ -101,8 +109,7 @@ func (d *Dispatcher) recordCircuit(ctx context.Context, rec outbox.Record, p bre
 	case breaker.Opened, breaker.Reopened:
 		d.log.ErrorContext(ctx, "circuit "+string(tr), "destination", rec.Destination, "event_id", rec.ID)
 	case breaker.ClosedT:
-		n, err := d.store.Hasten(ctx, d.db, rec.Destination)
-		d.log.InfoContext(ctx, "circuit closed", "destination", rec.Destination, "hastened", n, "err", err)
+		d.hasten(ctx, rec.Destination, "circuit closed")
 	}
 }
 

@@ -7,7 +7,22 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 )
+
+// HealthcheckTimeout bounds one Healthcheck; it stays under the container
+// healthcheck's own timeout (5 s in compose.yaml) so the reason of a failure reaches
+// the health log instead of a kill.
+const HealthcheckTimeout = 4 * time.Second
+
+// Healthcheck is ProbeReady within HealthcheckTimeout: the `healthcheck` command of
+// both services, the HEALTHCHECK of an image without curl. addr is the container's
+// HTTP_ADDR.
+func Healthcheck(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, HealthcheckTimeout)
+	defer cancel()
+	return ProbeReady(ctx, addr)
+}
 
 // ProbeReady asks the server listening on addr, the listen address the service was
 // given (such as 0.0.0.0:8081), whether it is ready: one GET of /readyz, on 127.0.0.1

@@ -15,20 +15,20 @@ import (
 
 // Record is a claimed event, leased to one dispatcher until LeaseToken is superseded.
 type Record struct {
-	ID             uuid.UUID       `bun:"id"`
-	EventType      string          `bun:"event_type"`
-	Payload        json.RawMessage `bun:"payload,type:jsonb"`
-	IdempotencyKey string          `bun:"idempotency_key"`
-	Destination    string          `bun:"destination"`
-	AggregateKey   string          `bun:"aggregate_key"`
-	Sequence       int64           `bun:"aggregate_seq"`
-	CorrelationID  string          `bun:"correlation_id"`
-	CreatedAt      time.Time       `bun:"created_at"`
+	ID             uuid.UUID
+	EventType      string
+	Payload        json.RawMessage
+	IdempotencyKey string
+	Destination    string
+	AggregateKey   string
+	Sequence       int64
+	CorrelationID  string
+	CreatedAt      time.Time
 	// Attempts is how many attempts were counted against the budget before this claim.
-	Attempts int `bun:"delivery_attempts"`
+	Attempts int
 	// Requests is how many requests were sent before this claim; the next is Requests+1.
-	Requests   int       `bun:"request_count"`
-	LeaseToken uuid.UUID `bun:"lease_token"`
+	Requests   int
+	LeaseToken uuid.UUID
 }
 
 // ErrLeaseLost means the record's lease was taken over (it expired and another
@@ -218,8 +218,7 @@ func (s *Store) Hasten(ctx context.Context, db bun.IDB, destination string) (int
 // itself: a predecessor in flight, or a lease that the cron tick finds expired.
 func (s *Store) NextDue(ctx context.Context, db bun.IDB) (time.Duration, bool, error) {
 	var secs *float64
-	err := db.NewRaw(`SELECT EXTRACT(EPOCH FROM (min(next_attempt_at) - now()))::float8
-		FROM ? WHERE delivery_status = 'pending' AND next_attempt_at > now()`, bun.Ident(s.table)).Scan(ctx, &secs)
+	err := pgdb.Prepared(db).QueryRow(ctx, s.sql.nextDue, nil, &secs)
 	if err != nil {
 		return 0, false, fmt.Errorf("outbox: next due: %w", err)
 	}

@@ -5,7 +5,7 @@ import "github.com/jackc/pgx/v5"
 // statements are the per-event statements of one outbox table, fixed at NewStore so
 // pgx prepares each once per connection (pgdb.Prepared).
 type statements struct {
-	enqueue, claim, settle string
+	enqueue, claim, settle, nextDue string
 }
 
 func newStatements(table string) statements {
@@ -13,6 +13,9 @@ func newStatements(table string) statements {
 	return statements{
 		enqueue: `INSERT INTO ` + t + ` (id, event_type, payload, idempotency_key, destination,
 			aggregate_key, aggregate_seq, correlation_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		// Run by every dispatcher loop that finds nothing to claim.
+		nextDue: `SELECT EXTRACT(EPOCH FROM (min(next_attempt_at) - now()))::float8
+			FROM ` + t + ` WHERE delivery_status = 'pending' AND next_attempt_at > now()`,
 		// $1 the batch size, $2 the owner, $3 the lease in seconds.
 		claim: `
 		WITH due AS (
