@@ -80,7 +80,6 @@ type Permit struct {
 
 	token      uuid.UUID
 	generation int64
-	failures   int
 }
 
 // Transition is a change of circuit state caused by a recorded result ("" for none).
@@ -100,7 +99,6 @@ func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit,
 	var row struct {
 		State      string     `bun:"state"`
 		Generation int64      `bun:"generation"`
-		Failures   int        `bun:"failures"`
 		Probe      *uuid.UUID `bun:"probe"`
 		WaitSecs   *float64   `bun:"wait_secs"`
 	}
@@ -112,7 +110,7 @@ func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit,
 			  AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_expires_at <= now()))
 			RETURNING probe_token, generation
 		)
-		SELECT c.state, c.generation, c.failures, (SELECT probe_token FROM probe) AS probe,
+		SELECT c.state, c.generation, (SELECT probe_token FROM probe) AS probe,
 		       EXTRACT(EPOCH FROM (CASE WHEN c.state = 'open' THEN c.open_until ELSE c.probe_expires_at END) - now())::float8 AS wait_secs
 		FROM ? AS c WHERE c.destination = ?`,
 		bun.Ident(b.cfg.Table), b.cfg.ProbeLease.Seconds(), dest, bun.Ident(b.cfg.Table), dest).Scan(ctx, &row)
@@ -126,7 +124,7 @@ func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit,
 	case row.Probe != nil:
 		return Permit{Allowed: true, Probe: true, token: *row.Probe, generation: row.Generation}, nil
 	case row.State == Closed:
-		return Permit{Allowed: true, generation: row.Generation, failures: row.Failures}, nil
+		return Permit{Allowed: true, generation: row.Generation}, nil
 	default:
 		wait := time.Second
 		if row.WaitSecs != nil && *row.WaitSecs > 0 {
@@ -136,8 +134,9 @@ func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit,
 	}
 }
 
-// Success records that dest answered (any answer but a retryable failure). A probe's
-// success closes the circuit; otherwise the failure streak is reset.
+// Success records that dest answered and is up. A probe's success closes the circuit;
+// otherwise the failure streak of the permit's generation is reset, even if it began
+// after the permit was granted.
 func (b *Breaker) Success(ctx context.Context, db bun.IDB, dest string, p Permit) (Transition, error) {
 	if p.Probe {
 		n, err := b.exec(ctx, db, `UPDATE ? SET state = 'closed', failures = 0, probe_token = NULL,
@@ -148,9 +147,9 @@ func (b *Breaker) Success(ctx context.Context, db bun.IDB, dest string, p Permit
 		}
 		return "", err
 	}
-	if p.failures == 0 {
-		return "", nil // nothing to reset: no write on the happy path
-	}
+	// Reset the streak whatever the permit saw: failures recorded while this request
+	// was in flight came before its success, so they are no longer consecutive. The
+	// statement writes nothing when there is no streak to reset.
 	_, err := b.exec(ctx, db, `UPDATE ? SET failures = 0 WHERE destination = ? AND state = 'closed'
 		AND generation = ? AND failures > 0`, bun.Ident(b.cfg.Table), dest, p.generation)
 	return "", err

@@ -2,6 +2,7 @@ package breaker_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,4 +167,66 @@ func TestSuccessResetsTheStreak(t *testing.T) {
 	state, err := b.State(ctx, db, dest)
 	require.NoError(t, err)
 	require.Equal(t, breaker.Closed, state)
+}
+
+// The circuit opens on Threshold consecutive failures in the order results are
+// recorded, whenever their permits were granted: with every permit taken before any
+// result (requests in flight together) a success still breaks the streak.
+func TestConsecutiveFailureSequences(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		results string // F a failure, S a success, in the order they are recorded
+		opens   bool
+	}{
+		{"FFFFF", true},
+		{"FFFFSF", false},
+		{"FFFFSFFFF", false},
+		{"FFFFSFFFFF", true},
+		{"SFFFFF", true},
+		{"FFSFFSFFSFF", false},
+	}
+	for _, c := range cases {
+		for _, upFront := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/permits_up_front=%v", c.results, upFront), func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				db, b := setup(t, breaker.Config{Threshold: 5, Cooldown: time.Hour})
+				const dest = "http://receiver"
+				permits := make([]breaker.Permit, len(c.results))
+				acquire := func(i int) {
+					p, err := b.Acquire(ctx, db, dest)
+					require.NoError(t, err)
+					require.True(t, p.Allowed, "result %d: the circuit opened too early", i+1)
+					permits[i] = p
+				}
+				if upFront {
+					for i := range c.results {
+						acquire(i)
+					}
+				}
+				opened := false
+				for i, r := range c.results {
+					if !upFront {
+						acquire(i)
+					}
+					var tr breaker.Transition
+					var err error
+					if r == 'F' {
+						tr, err = b.Failure(ctx, db, dest, permits[i])
+					} else {
+						tr, err = b.Success(ctx, db, dest, permits[i])
+					}
+					require.NoError(t, err)
+					if tr == breaker.Opened {
+						require.Equal(t, len(c.results)-1, i, "opened before the last result")
+						opened = true
+					}
+				}
+				require.Equal(t, c.opens, opened)
+				state, err := b.State(ctx, db, dest)
+				require.NoError(t, err)
+				require.Equal(t, c.opens, state == breaker.Open)
+			})
+		}
+	}
 }

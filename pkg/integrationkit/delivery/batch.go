@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,35 +56,107 @@ type BatchAnswer struct {
 
 // deliverBatch sends recs (one destination, at most one event per aggregate: the
 // claim hands out only heads) in one request and settles every item in one statement.
+//
+// A refusal of the whole request never dead-letters the events inside it: a batch the
+// receiver finds too large (400 or 413) is split in halves, and the receiver is never
+// sent a larger one again; any other refusal (404 or 405 from a receiver without the
+// batch endpoint, 415, a 2xx that is no batch answer, …) sends the events as single
+// requests, and the destination gets single requests for a while. Failures of the
+// whole request that the outcome table retries (5xx, 408, 409, 425, 429, 401, 403,
+// timeouts, connection errors) are settled for every item alike.
 func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
-	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	permit, ok := d.admit(settleCtx, recs)
+	dest := recs[0].Destination
+	if d.receivers.singleOnly(dest) {
+		d.deliverEach(ctx, recs)
+		return
+	}
+	if limit := d.receivers.batchLimit(dest, d.cfg.Batch); len(recs) > limit {
+		for chunk := range slices.Chunk(recs, limit) {
+			d.deliverBatch(ctx, chunk)
+		}
+		return
+	}
+	permit, ok := d.admit(ctx, recs)
 	if !ok {
 		return
 	}
 	res, answers := d.sendBatch(ctx, recs)
+	settleCtx, cancel := settleContext(ctx)
+	defer cancel()
 	if ctx.Err() != nil && res.err != nil {
 		d.release(settleCtx, recs)
 		return
 	}
-	items := make([]outbox.Settlement, len(recs))
-	whole := res.err != nil || res.status != http.StatusOK || answers == nil
-	for i, rec := range recs {
-		dec, itemRes := Classify(res.status, res.header, res.err, time.Now()), res
-		if !whole {
-			dec, itemRes = d.itemDecision(answers, rec, res)
-		}
-		items[i] = outbox.Settlement{Record: rec, Outcome: d.outcome(rec, dec, itemRes)}
-	}
-	if d.settle(settleCtx, items) == 0 {
+	dec := Classify(res.status, res.header, res.err, time.Now())
+	if answers == nil && refused(dec, res) {
+		d.recordCircuit(settleCtx, recs[0], permit, verdictOf(res))
+		d.fallBack(ctx, recs, res)
 		return
 	}
-	v := healthy
-	if whole {
-		v = verdictOf(items[0].Outcome)
+	items := make([]outbox.Settlement, len(recs))
+	for i, rec := range recs {
+		itemDec, itemRes := dec, res
+		if answers != nil {
+			itemDec, itemRes = d.itemDecision(answers, rec, res)
+		}
+		items[i] = outbox.Settlement{Record: rec, Outcome: d.outcome(rec, itemDec, itemRes)}
 	}
-	d.recordCircuit(settleCtx, recs[0], permit, v)
+	if d.settle(settleCtx, items) > 0 {
+		d.recordCircuit(settleCtx, recs[0], permit, verdictOf(res))
+	}
+}
+
+// refused reports whether a batch request that brought no item answers was refused
+// as a whole by a receiver that is up: an answer the outcome table would dead-letter
+// an event for, or a 2xx without a batch answer in it. A destination the egress guard
+// refused is not the receiver's word: its events are dead-lettered as single ones
+// would be.
+func refused(dec Decision, res response) bool {
+	if res.err != nil {
+		return false
+	}
+	return dec.Action == DeadLetter || dec.Action == Deliver
+}
+
+// fallBack delivers the events of a batch the receiver refused as a whole: in halves
+// when it found the batch too large, else one request per event.
+func (d *Dispatcher) fallBack(ctx context.Context, recs []outbox.Record, res response) {
+	dest := recs[0].Destination
+	tooLarge := res.status == http.StatusBadRequest || res.status == http.StatusRequestEntityTooLarge
+	if tooLarge && len(recs) > 1 {
+		limit := d.receivers.lowerBatchLimit(dest, len(recs)/2)
+		d.log.WarnContext(ctx, "batch refused as too large; splitting it", "destination", dest,
+			"status_code", res.status, "events", len(recs), "batch_limit", limit)
+		d.deliverBatch(ctx, recs)
+		return
+	}
+	if !tooLarge {
+		d.receivers.preferSingle(dest, time.Now().Add(singleFor))
+		d.log.WarnContext(ctx, "batch endpoint refused the request; sending single requests", "destination", dest,
+			"status_code", res.status, "events", len(recs), "for", singleFor)
+	}
+	d.deliverEach(ctx, recs)
+}
+
+// singleFor is how long a destination whose batch endpoint refused a request gets
+// single requests before a batch is tried again (a rolling deploy may add it).
+const singleFor = 5 * time.Minute
+
+// eachInFlight bounds the single requests that stand in for one batch.
+const eachInFlight = 16
+
+// deliverEach sends recs as single requests, a bounded number at a time.
+func (d *Dispatcher) deliverEach(ctx context.Context, recs []outbox.Record) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, eachInFlight)
+	for _, rec := range recs {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			d.deliver(ctx, rec)
+		})
+	}
+	wg.Wait()
 }
 
 // itemDecision classifies one item's answer as if it had come alone; an item the
@@ -102,8 +176,8 @@ func (d *Dispatcher) itemDecision(answers map[string]BatchAnswer, rec outbox.Rec
 	return Classify(a.Status, h, nil, time.Now()), res
 }
 
-// sendBatch posts the batch and returns the transport result and, for a 200 with a
-// well-formed body, the answers by key (nil otherwise).
+// sendBatch posts the batch and returns the transport result and, for a 200 whose
+// body is a batch answer, the answers by key (nil otherwise).
 func (d *Dispatcher) sendBatch(ctx context.Context, recs []outbox.Record) (response, map[string]BatchAnswer) {
 	body, err := json.Marshal(batchRequest(recs))
 	if err != nil {
@@ -134,9 +208,9 @@ func (d *Dispatcher) sendBatch(ctx context.Context, recs []outbox.Record) (respo
 		return res, nil
 	}
 	var br BatchResponse
-	if err := json.Unmarshal(data, &br); err != nil {
-		d.log.WarnContext(ctx, "batch answer unreadable; every item will be retried", "err", err)
-		return res, map[string]BatchAnswer{}
+	if err := json.Unmarshal(data, &br); err != nil || br.Items == nil {
+		d.log.WarnContext(ctx, "batch answer unreadable", "err", err)
+		return res, nil
 	}
 	answers := make(map[string]BatchAnswer, len(br.Items))
 	for _, a := range br.Items {

@@ -2,6 +2,8 @@ package delivery
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"time"
 
 	"handoff/pkg/integrationkit/breaker"
@@ -15,6 +17,8 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 	if d.breaker == nil {
 		return breaker.Permit{Allowed: true}, true
 	}
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
 	p, err := d.breaker.Acquire(ctx, d.db, recs[0].Destination)
 	if err != nil {
 		// Without the circuit's state nothing is sent: the circuit may be open. The
@@ -70,16 +74,27 @@ func (d *Dispatcher) hasten(ctx context.Context, dest, why string) {
 type verdict int
 
 const (
-	neutral verdict = iota // a 429: the receiver is up but asks for patience
-	healthy                // any answer but a retryable failure
-	failing                // a retryable failure that spent the budget
+	neutral verdict = iota // no answer about the receiver's health: a 429, a refused dial
+	healthy                // the receiver answered and is up
+	failing                // a receiver fault: 5xx, 408, a timeout or a connection error
 )
 
-func verdictOf(out outbox.Outcome) verdict {
+// verdictOf says what a request's result tells the circuit. Only faults of the
+// receiver or the path to it count toward opening it: 5xx, 408, timeouts and
+// connection errors. Every other answer (409, 425, 401, 403, other 4xx, 3xx) comes
+// from a receiver that is up and resets the streak; a 429 asks for patience and
+// neither counts nor resets, nor does a destination the egress guard refused (no
+// request reached anybody).
+func verdictOf(res response) verdict {
+	var blocked *BlockedError
 	switch {
-	case !out.Counted && out.Status == outbox.StatusPending:
+	case res.err != nil && errors.As(res.err, &blocked):
 		return neutral
-	case out.Status == outbox.StatusPending || out.FailedReason == reasonExhausted:
+	case res.err != nil:
+		return failing
+	case res.status == http.StatusTooManyRequests:
+		return neutral
+	case res.status >= 500 || res.status == http.StatusRequestTimeout:
 		return failing
 	default:
 		return healthy

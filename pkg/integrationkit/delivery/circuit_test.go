@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -205,5 +206,69 @@ func TestDeferralAfterTheCircuitClosedIsHastened(t *testing.T) {
 	case <-delivered:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the deferred event was not sent within 5 s of the circuit closing")
+	}
+}
+
+// Only receiver faults open the circuit: a receiver answering 409 ("not yet") to every
+// event, under concurrency, with a threshold of 2, never opens it, while one answering
+// 408 (or timing out) does.
+func TestBreakerCountsOnlyReceiverFaults(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		serve func(w http.ResponseWriter, r *http.Request)
+		opens bool
+	}{
+		{"409 never opens", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusConflict) }, false},
+		{"425 never opens", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTooEarly) }, false},
+		{"408 opens", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusRequestTimeout) }, true},
+		{"timeouts open", func(_ http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body) // so the server notices the client hang up
+			<-r.Context().Done()
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			db, _, store := outboxtest.Setup(t)
+			ctx := context.Background()
+			_, err := db.ExecContext(ctx, breakerSchema)
+			require.NoError(t, err)
+			srv := httptest.NewServer(http.HandlerFunc(c.serve))
+			t.Cleanup(srv.Close)
+			for i := range 40 {
+				_, err := store.Enqueue(ctx, db, outbox.Event{Type: "thing.happened", AggregateKey: fmt.Sprintf("agg-%d", i),
+					Sequence: 1, IdempotencyKey: fmt.Sprintf("k-%d", i), Destination: srv.URL, Payload: map[string]int{"i": i}})
+				require.NoError(t, err)
+			}
+			br, err := breaker.New(breaker.Config{Table: "kit_breakers", Threshold: 2, Cooldown: time.Hour, ProbeLease: 5 * time.Second})
+			require.NoError(t, err)
+			d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
+				Owner: "replica", Concurrency: 8, Batch: 40, Interval: 100 * time.Millisecond,
+				Timeout: 200 * time.Millisecond, Backoff: backoff.Schedule{10 * time.Millisecond}, MaxAttempts: 1000,
+			}, delivery.Deps{Breaker: br, Log: slog.New(slog.DiscardHandler)})
+			require.NoError(t, err)
+			runCtx, cancel := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = d.Run(runCtx) })
+			defer func() { cancel(); wg.Wait() }()
+
+			// Wait for well over 40 × 3 answers, then look at the circuit.
+			require.Eventually(t, func() bool {
+				var n int
+				require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox_attempts`).Scan(ctx, &n))
+				return n >= 120 || c.opens
+			}, 20*time.Second, 20*time.Millisecond)
+			if !c.opens {
+				state, err := br.State(ctx, db, srv.URL)
+				require.NoError(t, err)
+				require.Equal(t, breaker.Closed, state)
+				return
+			}
+			require.Eventually(t, func() bool {
+				state, err := br.State(ctx, db, srv.URL)
+				require.NoError(t, err)
+				return state == breaker.Open
+			}, 10*time.Second, 20*time.Millisecond)
+		})
 	}
 }

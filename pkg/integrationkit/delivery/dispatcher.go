@@ -40,7 +40,8 @@ type Dispatcher struct {
 	randMu sync.Mutex
 	rand   *rand.Rand
 
-	wake chan struct{}
+	receivers *receivers
+	wake      chan struct{}
 }
 
 // New returns a dispatcher over store in db, signing requests with signer.
@@ -64,7 +65,7 @@ func New(db *bun.DB, store *outbox.Store, signer *webhook.Signer, cfg Config, de
 	return &Dispatcher{
 		db: db, store: store, signer: signer, cfg: cfg, log: log.With("component", "dispatcher"),
 		client: newClient(cfg, deps.DialContext), rand: r, breaker: deps.Breaker, observer: obs,
-		wake: make(chan struct{}, 1),
+		receivers: newReceivers(), wake: make(chan struct{}, 1),
 	}, nil
 }
 

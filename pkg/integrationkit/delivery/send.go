@@ -45,23 +45,38 @@ type response struct {
 
 // deliver sends one claimed event and settles the outcome. ctx is cancelled only when
 // a shutdown's grace runs out; the request is then abandoned and its lease released.
+//
+// Every step after the request gets its own bounded context, created when the answer
+// (or the timeout) is in: an attempt is settled however long it took, so a timeout
+// spends the budget and a slow 2xx is delivered once.
 func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record) {
 	ctx = logging.WithCorrelationID(ctx, rec.CorrelationID)
-	settleCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	permit, ok := d.admit(settleCtx, []outbox.Record{rec})
+	permit, ok := d.admit(ctx, []outbox.Record{rec})
 	if !ok {
 		return
 	}
 	res := d.send(ctx, rec)
+	settleCtx, cancel := settleContext(ctx)
+	defer cancel()
 	if ctx.Err() != nil && res.err != nil {
 		d.release(settleCtx, []outbox.Record{rec})
 		return
 	}
 	out := d.outcome(rec, Classify(res.status, res.header, res.err, time.Now()), res)
 	if settled := d.settle(settleCtx, []outbox.Settlement{{Record: rec, Outcome: out}}); settled == 1 {
-		d.recordCircuit(settleCtx, rec, permit, verdictOf(out))
+		d.recordCircuit(settleCtx, rec, permit, verdictOf(res))
 	}
+}
+
+// settleTimeout bounds the database work that follows one request: settling it and
+// telling the circuit.
+const settleTimeout = 10 * time.Second
+
+// settleContext is a fresh context for the database work after a request: it keeps
+// ctx's values, outlives its cancellation (the answer is in and must be recorded),
+// and is bounded by settleTimeout.
+func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 }
 
 // settle records outcomes, then logs and reports each settled one; it returns how
