@@ -19,26 +19,27 @@ import (
 // to the archive with their attempts, archived ones and old reconciliation reports
 // are deleted, and so are idempotency keys past their window.
 func newRetention(db *bun.DB, c retentionConfig, log *slog.Logger) (*retention.Runner, error) {
-	idem, err := idempotency.New(db, idempotency.Config{Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	archive, err := retention.ArchiveOutbox(db, retention.ArchiveSpec{
+	archive, err := retention.ArchiveOutbox(retention.ArchiveSpec{
 		Outbox: invoice.OutboxTable, OlderThan: c.OutboxAge, Batch: c.Batch})
 	if err != nil {
 		return nil, err
 	}
-	purgeArchive, err := retention.Purge(db, retention.PurgeSpec{
+	purgeArchive, err := retention.Purge(retention.PurgeSpec{
 		Table: invoice.OutboxTable + "_archive", Key: "id", Time: "delivered_at", OlderThan: c.ArchiveAge, Batch: c.Batch})
 	if err != nil {
 		return nil, err
 	}
-	purgeReports, err := retention.Purge(db, retention.PurgeSpec{
+	purgeReports, err := retention.Purge(retention.PurgeSpec{
 		Table: "finance_reconciliations", Key: "id", Time: "finished_at", OlderThan: c.OutboxAge, Batch: c.Batch})
 	if err != nil {
 		return nil, err
 	}
-	keys := retention.Task{Name: idempotency.DefaultTable, Run: func(ctx context.Context) (int64, error) {
+	// The keys are purged through the run's connection, the one that holds its lock.
+	keys := retention.Task{Name: idempotency.DefaultTable, Run: func(ctx context.Context, conn bun.IDB) (int64, error) {
+		idem, err := idempotency.New(conn, idempotency.Config{Logger: log})
+		if err != nil {
+			return 0, err
+		}
 		return idem.Purge(ctx, c.IdempotencyAge)
 	}}
 	return retention.New(db, retention.Config{

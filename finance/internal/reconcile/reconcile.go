@@ -39,7 +39,6 @@ type Config struct {
 // Reconciler compares finance's deliveries with logistics' record.
 type Reconciler struct {
 	db        *bun.DB
-	store     store
 	logistics Logistics
 	notifier  Notifier
 	cfg       Config
@@ -54,19 +53,25 @@ func New(db *bun.DB, logistics Logistics, notifier Notifier, cfg Config, log *sl
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reconciler{db: db, store: store{db: db}, logistics: logistics, notifier: notifier, cfg: cfg,
+	return &Reconciler{db: db, logistics: logistics, notifier: notifier, cfg: cfg,
 		log: log.With("component", "reconcile")}
 }
 
 // Reconcile compares the window [from, to), stores the report (also a failed one)
 // and pages about what it found. The error is that of the run or of storing it.
 func (r *Reconciler) Reconcile(ctx context.Context, from, to time.Time) (Report, error) {
+	return r.reconcile(ctx, store{db: r.db}, from, to)
+}
+
+// reconcile is Reconcile with every statement run through s. A report that cannot be
+// stored is not paged.
+func (r *Reconciler) reconcile(ctx context.Context, s store, from, to time.Time) (Report, error) {
 	rep := Report{StartedAt: time.Now(), From: from, To: to}
-	runErr := r.compare(ctx, &rep)
+	runErr := r.compare(ctx, s, &rep)
 	if runErr != nil {
 		rep.Error = runErr.Error()
 	}
-	id, finished, err := r.store.save(ctx, rep)
+	id, finished, err := s.save(ctx, rep)
 	if err != nil {
 		return rep, cmp.Or(runErr, err)
 	}
@@ -76,10 +81,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, from, to time.Time) (Report,
 }
 
 // Scheduled reconciles the trailing Window on one replica at a time (the others skip).
+// Every statement of the run goes through the connection that holds the advisory
+// lock, outside any transaction, so the lock is never held in a transaction across
+// the call to logistics; if that connection is lost, the run's next statement fails
+// and it stores and pages nothing, leaving the window to the replica that takes the
+// lock next.
 func (r *Reconciler) Scheduled(ctx context.Context) {
-	ran, err := pgdb.WithTryAdvisoryLock(ctx, r.db, "reconcile", func(ctx context.Context) error {
+	ran, err := pgdb.WithTryAdvisoryLock(ctx, r.db, "reconcile", func(ctx context.Context, conn bun.IDB) error {
 		now := time.Now()
-		rep, err := r.Reconcile(ctx, now.Add(-r.cfg.Window), now)
+		rep, err := r.reconcile(ctx, store{db: conn}, now.Add(-r.cfg.Window), now)
 		r.log.InfoContext(ctx, "reconciliation", "delivered", rep.Delivered, "processed", rep.Processed,
 			"missing", rep.MissingCount, "unknown", rep.UnknownCount, "overdue", rep.OverdueCount)
 		return err
@@ -94,8 +104,8 @@ func (r *Reconciler) Scheduled(ctx context.Context) {
 // compare fills rep. Logistics receives an event after finance wrote it and before
 // finance marks it delivered, so its side is read from the earliest creation time of
 // the window's deliveries (widened by ClockSkew) to catch every receipt of them.
-func (r *Reconciler) compare(ctx context.Context, rep *Report) error {
-	fin, err := r.store.delivered(ctx, rep.From, rep.To)
+func (r *Reconciler) compare(ctx context.Context, s store, rep *Report) error {
+	fin, err := s.delivered(ctx, rep.From, rep.To)
 	if err != nil {
 		return err
 	}
@@ -116,19 +126,19 @@ func (r *Reconciler) compare(ctx context.Context, rep *Report) error {
 				InvoiceID: d.Aggregate, At: d.DeliveredAt, Detail: "delivered, no processed event in logistics"})
 		}
 	}
-	if err := r.findUnknown(ctx, rep, got, deliveredKeys); err != nil {
+	if err := findUnknown(ctx, s, rep, got, deliveredKeys); err != nil {
 		return err
 	}
 	rep.MissingCount = len(rep.Missing)
 	rep.Missing = listed(byTime(rep.Missing))
-	rep.Overdue, rep.OverdueCount, err = r.store.overdue(ctx, r.cfg.Overdue)
+	rep.Overdue, rep.OverdueCount, err = s.overdue(ctx, r.cfg.Overdue)
 	return err
 }
 
 // findUnknown fills rep.Unknown with the keys logistics processed in the window that
 // finance has no event for (an event delivered just outside the window, or whose
 // delivery finance has not recorded yet, is known and not reported).
-func (r *Reconciler) findUnknown(ctx context.Context, rep *Report, got map[string]time.Time, delivered map[string]bool) error {
+func findUnknown(ctx context.Context, s store, rep *Report, got map[string]time.Time, delivered map[string]bool) error {
 	var candidates []string
 	for key, at := range got {
 		if at.Before(rep.From) || !at.Before(rep.To) {
@@ -141,7 +151,7 @@ func (r *Reconciler) findUnknown(ctx context.Context, rep *Report, got map[strin
 	}
 	slices.Sort(candidates)
 	for chunk := range slices.Chunk(candidates, 1000) {
-		known, err := r.store.known(ctx, chunk)
+		known, err := s.known(ctx, chunk)
 		if err != nil {
 			return err
 		}

@@ -201,6 +201,51 @@ func TestFailedRunIsStoredAndPaged(t *testing.T) {
 	require.Equal(t, "reconcile_failed", n.alerts[0].Kind)
 }
 
+// A scheduled run whose lock is lost while it waits for logistics does no more work:
+// its next statement fails on the lost connection, so it stores and pages nothing.
+// The next scheduled run takes the lock and stores its report.
+func TestScheduledRunStopsWhenItsLockIsLost(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	logi := &logistics{events: map[string]time.Time{}}
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() {
+			if err := terminateLockHolder(r.Context(), db); err != nil {
+				t.Errorf("terminate the lock holder: %v", err)
+			}
+		})
+		logi.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	n := &notes{}
+	rec := reconcile.New(db, opsAPI(t, srv.URL), n, reconcile.Config{}, nil)
+
+	rec.Scheduled(context.Background())
+	_, ok, err := reconcile.Latest(context.Background(), db)
+	require.NoError(t, err)
+	require.False(t, ok, "the run stored nothing after its lock was lost")
+	require.Empty(t, n.alerts)
+
+	rec.Scheduled(context.Background())
+	latest, ok, err := reconcile.Latest(context.Background(), db)
+	require.NoError(t, err)
+	require.True(t, ok, "the next run took the lock")
+	require.Empty(t, latest.Error)
+}
+
+// terminateLockHolder ends the backend that holds the one advisory lock in db's
+// database and waits until it has exited.
+func terminateLockHolder(ctx context.Context, db *bun.DB) error {
+	var terminated []bool
+	err := db.NewRaw(`SELECT pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(ctx, &terminated)
+	if err == nil && (len(terminated) != 1 || !terminated[0]) {
+		err = fmt.Errorf("terminated %v, want one backend", terminated)
+	}
+	return err
+}
+
 func TestLatestBeforeAnyRun(t *testing.T) {
 	t.Parallel()
 	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())

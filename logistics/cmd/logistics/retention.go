@@ -40,7 +40,7 @@ func parseRetention(env *envconf.Env) retentionConfig {
 // newRetention returns logistics' retention job: processed events older than the
 // window are deleted. Finance's reconciliation cannot look further back than this.
 func newRetention(db *bun.DB, c retentionConfig, log *slog.Logger) (*retention.Runner, error) {
-	purge, err := retention.Purge(db, retention.PurgeSpec{
+	purge, err := retention.Purge(retention.PurgeSpec{
 		Table: webhookapi.ProcessedEventsTable, Key: "idempotency_key", Time: "received_at",
 		OlderThan: c.ProcessedAge, Batch: c.Batch})
 	if err != nil {

@@ -32,7 +32,7 @@ type ArchiveSpec struct {
 // The columns copied are those the source and the archive share, read from the
 // catalogue on every run, so a column added to the outbox later does not break the
 // task (it is archived once the archive gains it too).
-func ArchiveOutbox(db bun.IDB, spec ArchiveSpec) (Task, error) {
+func ArchiveOutbox(spec ArchiveSpec) (Task, error) {
 	spec.Batch = cmp.Or(spec.Batch, DefaultBatch)
 	if err := checkIdents(spec.Outbox); err != nil {
 		return Task{}, err
@@ -40,36 +40,35 @@ func ArchiveOutbox(db bun.IDB, spec ArchiveSpec) (Task, error) {
 	if spec.OlderThan <= 0 || spec.Batch < 1 {
 		return Task{}, fmt.Errorf("retention: archive %s needs a positive OlderThan and Batch", spec.Outbox)
 	}
-	a := archiver{db: db, spec: spec}
+	a := archiver{spec: spec}
 	return Task{Name: spec.Outbox, Run: a.run}, nil
 }
 
 type archiver struct {
-	db   bun.IDB
 	spec ArchiveSpec
 }
 
-func (a archiver) run(ctx context.Context) (int64, error) {
+func (a archiver) run(ctx context.Context, db bun.IDB) (int64, error) {
 	o := a.spec.Outbox
-	events, err := a.sharedColumns(ctx, o, o+"_archive")
+	events, err := sharedColumns(ctx, db, o, o+"_archive")
 	if err != nil {
 		return 0, err
 	}
-	attempts, err := a.sharedColumns(ctx, o+"_attempts", o+"_attempts_archive")
+	attempts, err := sharedColumns(ctx, db, o+"_attempts", o+"_attempts_archive")
 	if err != nil {
 		return 0, err
 	}
 	return batches(ctx, a.spec.Batch, func(ctx context.Context) (int64, error) {
-		return a.step(ctx, events, attempts)
+		return a.step(ctx, db, events, attempts)
 	})
 }
 
 // step moves one batch. The copies and the delete run in one statement, on one
 // snapshot: the attempts copied are exactly those the delete then cascades away.
-func (a archiver) step(ctx context.Context, events, attempts bun.Safe) (int64, error) {
+func (a archiver) step(ctx context.Context, db bun.IDB, events, attempts bun.Safe) (int64, error) {
 	o := a.spec.Outbox
 	var moved int64
-	err := a.db.NewRaw(`
+	err := db.NewRaw(`
 		WITH moved AS (
 			SELECT id FROM ? WHERE delivery_status = 'delivered'
 			  AND delivered_at < now() - make_interval(secs => ?)
@@ -95,9 +94,9 @@ func (a archiver) step(ctx context.Context, events, attempts bun.Safe) (int64, e
 }
 
 // sharedColumns lists the columns of from that to has too, quoted, in from's order.
-func (a archiver) sharedColumns(ctx context.Context, from, to string) (bun.Safe, error) {
+func sharedColumns(ctx context.Context, db bun.IDB, from, to string) (bun.Safe, error) {
 	var cols []string
-	err := a.db.NewRaw(`
+	err := db.NewRaw(`
 		SELECT f.column_name FROM information_schema.columns f
 		JOIN information_schema.columns t
 		  ON t.table_schema = f.table_schema AND t.table_name = ? AND t.column_name = f.column_name

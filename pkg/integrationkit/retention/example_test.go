@@ -14,11 +14,11 @@ import (
 // after 90, every night at three, on one replica at a time.
 func Example() {
 	var db *bun.DB // the service's database
-	archive, err := retention.ArchiveOutbox(db, retention.ArchiveSpec{Outbox: "orders_outbox", OlderThan: 30 * 24 * time.Hour})
+	archive, err := retention.ArchiveOutbox(retention.ArchiveSpec{Outbox: "orders_outbox", OlderThan: 30 * 24 * time.Hour})
 	if err != nil {
 		panic(err)
 	}
-	purge, err := retention.Purge(db, retention.PurgeSpec{Table: "orders_inbox", Key: "idempotency_key",
+	purge, err := retention.Purge(retention.PurgeSpec{Table: "orders_inbox", Key: "idempotency_key",
 		Time: "received_at", OlderThan: 90 * 24 * time.Hour})
 	if err != nil {
 		panic(err)

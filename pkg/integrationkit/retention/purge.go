@@ -26,7 +26,7 @@ type PurgeSpec struct {
 // Purge returns a task that deletes the rows of spec in batches. Each batch is one
 // statement that locks its rows with FOR UPDATE SKIP LOCKED, so a row in use is left
 // for the next run. The window is measured with the database's clock.
-func Purge(db bun.IDB, spec PurgeSpec) (Task, error) {
+func Purge(spec PurgeSpec) (Task, error) {
 	spec.Batch = cmp.Or(spec.Batch, DefaultBatch)
 	if err := checkIdents(spec.Table, spec.Key, spec.Time); err != nil {
 		return Task{}, err
@@ -34,18 +34,17 @@ func Purge(db bun.IDB, spec PurgeSpec) (Task, error) {
 	if spec.OlderThan <= 0 || spec.Batch < 1 {
 		return Task{}, fmt.Errorf("retention: purge %s needs a positive OlderThan and Batch", spec.Table)
 	}
-	step := func(ctx context.Context) (int64, error) {
-		res, err := db.NewRaw(`DELETE FROM ? WHERE ? IN (
-				SELECT ? FROM ? WHERE ? < now() - make_interval(secs => ?)
-				LIMIT ? FOR UPDATE SKIP LOCKED)`,
-			bun.Ident(spec.Table), bun.Ident(spec.Key), bun.Ident(spec.Key), bun.Ident(spec.Table),
-			bun.Ident(spec.Time), spec.OlderThan.Seconds(), spec.Batch).Exec(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("purge %s: %w", spec.Table, err)
-		}
-		return res.RowsAffected()
-	}
-	return Task{Name: spec.Table, Run: func(ctx context.Context) (int64, error) {
-		return batches(ctx, spec.Batch, step)
+	return Task{Name: spec.Table, Run: func(ctx context.Context, db bun.IDB) (int64, error) {
+		return batches(ctx, spec.Batch, func(ctx context.Context) (int64, error) {
+			res, err := db.NewRaw(`DELETE FROM ? WHERE ? IN (
+					SELECT ? FROM ? WHERE ? < now() - make_interval(secs => ?)
+					LIMIT ? FOR UPDATE SKIP LOCKED)`,
+				bun.Ident(spec.Table), bun.Ident(spec.Key), bun.Ident(spec.Key), bun.Ident(spec.Table),
+				bun.Ident(spec.Time), spec.OlderThan.Seconds(), spec.Batch).Exec(ctx)
+			if err != nil {
+				return 0, fmt.Errorf("purge %s: %w", spec.Table, err)
+			}
+			return res.RowsAffected()
+		})
 	}}, nil
 }

@@ -3,12 +3,15 @@
 // at a time.
 //
 // A Runner holds Tasks. RunOnce takes a PostgreSQL advisory lock (pg_try_advisory_lock)
-// and runs every task; a replica that finds the lock taken skips the run. Each task
-// works in batches, one short statement per batch that locks its rows with FOR UPDATE
-// SKIP LOCKED, so no long transaction holds locks and live traffic is never blocked.
-// Running a task again changes nothing that the first run did not leave to do.
+// and runs every task on the connection that holds it; a replica that finds the lock
+// taken skips the run. Because the lock and the work share one backend, a run cannot
+// outlive its lock: when that backend is terminated, the task's next statement fails
+// and the run ends with an error instead of working beside the replica that takes the
+// lock next. Each task works in batches, one short statement per batch that locks its
+// rows with FOR UPDATE SKIP LOCKED, so no long transaction holds locks and live
+// traffic is never blocked. Running a task again changes nothing that the first run did not leave to do.
 //
-//	purge, _ := retention.Purge(db, retention.PurgeSpec{
+//	purge, _ := retention.Purge(retention.PurgeSpec{
 //		Table: "processed_events", Key: "idempotency_key", Time: "received_at",
 //		OlderThan: 90 * 24 * time.Hour,
 //	})
@@ -35,10 +38,12 @@ import (
 const DefaultBatch = 1000
 
 // Task is one retention job. Run removes or moves every row past its window, in
-// batches, and returns how many rows it handled; it must be safe to run again.
+// batches, and returns how many rows it handled; it must be safe to run again. It
+// must run every statement on db, the connection that holds the run's lock, so that
+// it stops when the lock is lost.
 type Task struct {
 	Name string
-	Run  func(ctx context.Context) (int64, error)
+	Run  func(ctx context.Context, db bun.IDB) (int64, error)
 }
 
 // Config describes a Runner.
@@ -92,14 +97,15 @@ type Report struct {
 	Counts  []Count
 }
 
-// RunOnce runs every task now under the advisory lock. A failing task does not stop
-// the others; their errors are joined.
+// RunOnce runs every task now, on the connection that holds the advisory lock. A
+// failing task does not stop the others; their errors are joined. If that connection
+// is lost, every statement left fails, so no task works without the lock.
 func (r *Runner) RunOnce(ctx context.Context) (Report, error) {
 	var rep Report
-	ran, err := pgdb.WithTryAdvisoryLock(ctx, r.db, r.cfg.Lock, func(ctx context.Context) error {
+	ran, err := pgdb.WithTryAdvisoryLock(ctx, r.db, r.cfg.Lock, func(ctx context.Context, conn bun.IDB) error {
 		var errs []error
 		for _, t := range r.cfg.Tasks {
-			n, err := t.Run(ctx)
+			n, err := t.Run(ctx, conn)
 			rep.Counts = append(rep.Counts, Count{Task: t.Name, Rows: n})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("retention %s: %w", t.Name, err))

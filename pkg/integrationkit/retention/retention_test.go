@@ -87,12 +87,12 @@ func (b *bundle) seed(t *testing.T, agg, status, age string) {
 
 func (b *bundle) runner(t *testing.T) *retention.Runner {
 	t.Helper()
-	archive, err := retention.ArchiveOutbox(b.db, retention.ArchiveSpec{Outbox: "kit_outbox", OlderThan: 30 * 24 * time.Hour, Batch: 2})
+	archive, err := retention.ArchiveOutbox(retention.ArchiveSpec{Outbox: "kit_outbox", OlderThan: 30 * 24 * time.Hour, Batch: 2})
 	require.NoError(t, err)
-	purgeArchive, err := retention.Purge(b.db, retention.PurgeSpec{Table: "kit_outbox_archive", Key: "id", Time: "delivered_at",
+	purgeArchive, err := retention.Purge(retention.PurgeSpec{Table: "kit_outbox_archive", Key: "id", Time: "delivered_at",
 		OlderThan: 365 * 24 * time.Hour, Batch: 2})
 	require.NoError(t, err)
-	purgeThings, err := retention.Purge(b.db, retention.PurgeSpec{Table: "things", Key: "id", Time: "at",
+	purgeThings, err := retention.Purge(retention.PurgeSpec{Table: "things", Key: "id", Time: "at",
 		OlderThan: 90 * 24 * time.Hour, Batch: 2})
 	require.NoError(t, err)
 	r, err := retention.New(b.db, retention.Config{Tasks: []retention.Task{archive, purgeArchive, purgeThings}})
@@ -178,7 +178,7 @@ func TestOneReplicaAtATime(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := b.runner(t)
-	ran, err := pgdb.WithTryAdvisoryLock(context.Background(), b.db, "retention", func(ctx context.Context) error {
+	ran, err := pgdb.WithTryAdvisoryLock(context.Background(), b.db, "retention", func(ctx context.Context, _ bun.IDB) error {
 		rep, err := r.RunOnce(ctx)
 		require.NoError(t, err)
 		require.True(t, rep.Skipped)
@@ -192,13 +192,85 @@ func TestOneReplicaAtATime(t *testing.T) {
 	require.False(t, rep.Skipped, "the lock was released")
 }
 
+// A run works only while it holds its lock. When the lock's backend is terminated in
+// the middle of a run, the next replica takes the lock and works, and the first run's
+// next statement fails: it does no more work and returns an error, so the two never
+// work at the same time.
+func TestRunStopsWhenItsLockIsLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	type result struct {
+		rep retention.Report
+		err error
+	}
+	// run starts a runner whose one task inserts the thing with id before and, once
+	// resume is closed, the one with id after; working is closed in between.
+	run := func(before, after int, working, resume chan struct{}) <-chan result {
+		r, err := retention.New(b.db, retention.Config{Tasks: []retention.Task{{Name: "things",
+			Run: func(ctx context.Context, db bun.IDB) (int64, error) {
+				if _, err := db.NewRaw(`INSERT INTO things VALUES (?, now())`, before).Exec(ctx); err != nil {
+					return 0, err
+				}
+				close(working)
+				<-resume
+				if _, err := db.NewRaw(`INSERT INTO things VALUES (?, now())`, after).Exec(ctx); err != nil {
+					return 1, err
+				}
+				return 2, nil
+			}}}})
+		require.NoError(t, err)
+		done := make(chan result, 1)
+		go func() {
+			rep, err := r.RunOnce(ctx)
+			done <- result{rep, err}
+		}()
+		return done
+	}
+
+	firstWorking, firstResume := make(chan struct{}), make(chan struct{})
+	firstDone := run(1, 2, firstWorking, firstResume)
+	await(t, firstWorking)
+	var holders []int
+	require.NoError(t, b.db.NewRaw(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(ctx, &holders))
+	require.Len(t, holders, 1, "one backend holds the retention lock")
+	var terminated bool
+	require.NoError(t, b.db.NewRaw(`SELECT pg_terminate_backend(?, 10000)`, holders[0]).Scan(ctx, &terminated))
+	require.True(t, terminated, "the lock holder's backend has exited")
+
+	secondWorking, secondResume := make(chan struct{}), make(chan struct{})
+	secondDone := run(3, 4, secondWorking, secondResume)
+	await(t, secondWorking)
+	close(firstResume)
+	first := await(t, firstDone)
+	require.Error(t, first.err, "the first run lost its connection with its lock")
+	require.False(t, first.rep.Skipped)
+	close(secondResume)
+	second := await(t, secondDone)
+	require.NoError(t, second.err)
+	require.Equal(t, []retention.Count{{Task: "things", Rows: 2}}, second.rep.Counts)
+	require.Equal(t, []int{1, 3, 4}, ids(t, b.db), "the first run did nothing after its lock was lost")
+}
+
+// await receives from ch (a close counts), failing the test after ten seconds.
+func await[T any](t *testing.T, ch <-chan T) (v T) {
+	t.Helper()
+	select {
+	case v = <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for a run")
+	}
+	return v
+}
+
 func TestSpecsAreValidated(t *testing.T) {
 	t.Parallel()
-	_, err := retention.Purge(nil, retention.PurgeSpec{Table: "x; DROP TABLE y", Key: "id", Time: "at", OlderThan: time.Hour})
+	_, err := retention.Purge(retention.PurgeSpec{Table: "x; DROP TABLE y", Key: "id", Time: "at", OlderThan: time.Hour})
 	require.ErrorContains(t, err, "identifier")
-	_, err = retention.Purge(nil, retention.PurgeSpec{Table: "x", Key: "id", Time: "at"})
+	_, err = retention.Purge(retention.PurgeSpec{Table: "x", Key: "id", Time: "at"})
 	require.ErrorContains(t, err, "OlderThan")
-	_, err = retention.ArchiveOutbox(nil, retention.ArchiveSpec{Outbox: "o"})
+	_, err = retention.ArchiveOutbox(retention.ArchiveSpec{Outbox: "o"})
 	require.ErrorContains(t, err, "OlderThan")
 	_, err = retention.New(nil, retention.Config{Schedule: "every tuesday"})
 	require.ErrorContains(t, err, "Schedule")
