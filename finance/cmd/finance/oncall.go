@@ -52,7 +52,7 @@ func newOncall(db *bun.DB, cfg config, log *slog.Logger) (*oncall, error) {
 	if err != nil {
 		return nil, err
 	}
-	pg, err := newPager(db, cfg.Oncall, log)
+	pg, err := newPager(db, cfg.Oncall, log, pager.DeliveryDebts(store, br))
 	if err != nil {
 		return nil, err
 	}
@@ -96,8 +96,9 @@ func newOncall(db *bun.DB, cfg config, log *slog.Logger) (*oncall, error) {
 	return o, nil
 }
 
-// newPager returns the pager writing to Slack as configured, or only to the log.
-func newPager(db *bun.DB, c oncallConfig, log *slog.Logger) (*pager.Pager, error) {
+// newPager returns the pager writing to Slack as configured, or only to the log, and
+// taking the pages that debtors owe.
+func newPager(db *bun.DB, c oncallConfig, log *slog.Logger, debtors ...pager.Debtor) (*pager.Pager, error) {
 	sender, err := pager.NewSlackSender(c.Slack, &http.Client{})
 	if err != nil {
 		return nil, err
@@ -108,7 +109,7 @@ func newPager(db *bun.DB, c oncallConfig, log *slog.Logger) (*pager.Pager, error
 	return pager.New(db, pager.Config{
 		Table: "finance_alerts", Service: "finance", AggregateLabel: "invoice",
 		DashboardURL: c.DashboardURL, Gather: c.AlertGather, Repeat: c.AlertRepeat,
-	}, pager.Deps{Log: log, Sender: sender})
+	}, pager.Deps{Log: log, Sender: sender, Debtors: debtors})
 }
 
 // newReconciler returns the reconciler of finance against logistics' ops API, and the

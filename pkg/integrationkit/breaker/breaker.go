@@ -4,9 +4,9 @@
 // exactly one probe through across the whole cluster; the probe's success closes it,
 // its failure opens it again.
 //
-// The table, named by the service, has the columns of
-// migrations/finance/000002_breakers.up.sql: destination (PK), state, failures,
-// generation, open_until, probe_token, probe_expires_at, changed_at.
+// The table, named by the service, has the columns of Schema: destination (PK),
+// state, failures, generation, open_until, probe_token, probe_expires_at, changed_at,
+// last_transition, announced_generation.
 package breaker
 
 import (
@@ -140,7 +140,8 @@ func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit,
 func (b *Breaker) Success(ctx context.Context, db bun.IDB, dest string, p Permit) (Transition, error) {
 	if p.Probe {
 		n, err := b.exec(ctx, db, `UPDATE ? SET state = 'closed', failures = 0, probe_token = NULL,
-			probe_expires_at = NULL, open_until = NULL, generation = generation + 1, changed_at = now()
+			probe_expires_at = NULL, open_until = NULL, generation = generation + 1, changed_at = now(),
+			last_transition = 'closed'
 			WHERE destination = ? AND probe_token = ?`, bun.Ident(b.cfg.Table), dest, p.token)
 		if n == 1 {
 			return ClosedT, err
@@ -161,7 +162,8 @@ func (b *Breaker) Success(ctx context.Context, db bun.IDB, dest string, p Permit
 func (b *Breaker) Failure(ctx context.Context, db bun.IDB, dest string, p Permit) (Transition, error) {
 	if p.Probe {
 		n, err := b.exec(ctx, db, `UPDATE ? SET state = 'open', probe_token = NULL, probe_expires_at = NULL,
-			open_until = now() + make_interval(secs => ?), generation = generation + 1, changed_at = now()
+			open_until = now() + make_interval(secs => ?), generation = generation + 1, changed_at = now(),
+			last_transition = 'reopened'
 			WHERE destination = ? AND probe_token = ?`, bun.Ident(b.cfg.Table), b.cfg.Cooldown.Seconds(), dest, p.token)
 		if n == 1 {
 			return Reopened, err
@@ -174,18 +176,21 @@ func (b *Breaker) Failure(ctx context.Context, db bun.IDB, dest string, p Permit
 		initial = Open
 	}
 	err := db.NewRaw(`
-		INSERT INTO ? AS c (destination, failures, state, open_until, generation)
-		VALUES (?, 1, ?, CASE WHEN ? = 'open' THEN now() + make_interval(secs => ?) END, CASE WHEN ? = 'open' THEN 1 ELSE 0 END)
+		INSERT INTO ? AS c (destination, failures, state, open_until, generation, last_transition)
+		VALUES (?, 1, ?, CASE WHEN ? = 'open' THEN now() + make_interval(secs => ?) END,
+			CASE WHEN ? = 'open' THEN 1 ELSE 0 END, CASE WHEN ? = 'open' THEN 'opened' END)
 		ON CONFLICT (destination) DO UPDATE SET
 			failures = c.failures + 1,
 			state = CASE WHEN c.failures + 1 >= ? THEN 'open' ELSE 'closed' END,
 			open_until = CASE WHEN c.failures + 1 >= ? THEN now() + make_interval(secs => ?) ELSE c.open_until END,
 			generation = CASE WHEN c.failures + 1 >= ? THEN c.generation + 1 ELSE c.generation END,
+			last_transition = CASE WHEN c.failures + 1 >= ? THEN 'opened' ELSE c.last_transition END,
 			changed_at = now()
 		WHERE c.state = 'closed' AND c.generation = ?
 		RETURNING c.state`,
-		bun.Ident(b.cfg.Table), dest, initial, initial, b.cfg.Cooldown.Seconds(), initial,
-		b.cfg.Threshold, b.cfg.Threshold, b.cfg.Cooldown.Seconds(), b.cfg.Threshold, p.generation).Scan(ctx, &state)
+		bun.Ident(b.cfg.Table), dest, initial, initial, b.cfg.Cooldown.Seconds(), initial, initial,
+		b.cfg.Threshold, b.cfg.Threshold, b.cfg.Cooldown.Seconds(), b.cfg.Threshold, b.cfg.Threshold,
+		p.generation).Scan(ctx, &state)
 	if err != nil && !isNoRows(err) {
 		return "", fmt.Errorf("breaker: failure %s: %w", dest, err)
 	}

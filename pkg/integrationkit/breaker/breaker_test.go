@@ -16,21 +16,10 @@ import (
 	"handoff/pkg/integrationkit/pgtest"
 )
 
-const schema = `CREATE TABLE kit_breakers (
-    destination text PRIMARY KEY,
-    state text NOT NULL DEFAULT 'closed' CHECK (state IN ('closed', 'open', 'half_open')),
-    failures int NOT NULL DEFAULT 0,
-    generation bigint NOT NULL DEFAULT 0,
-    open_until timestamptz,
-    probe_token uuid,
-    probe_expires_at timestamptz,
-    changed_at timestamptz NOT NULL DEFAULT now()
-);`
-
 func setup(t *testing.T, cfg breaker.Config) (*bun.DB, *breaker.Breaker) {
 	t.Helper()
 	db, _ := pgtest.NewDB(t, "kitbreaker", fstest.MapFS{
-		"000001_breakers.up.sql":   {Data: []byte(schema)},
+		"000001_breakers.up.sql":   {Data: []byte(breaker.Schema("kit_breakers"))},
 		"000001_breakers.down.sql": {Data: []byte(`DROP TABLE kit_breakers;`)},
 	})
 	cfg.Table = "kit_breakers"

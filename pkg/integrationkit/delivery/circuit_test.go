@@ -21,16 +21,7 @@ import (
 	"handoff/pkg/integrationkit/webhook"
 )
 
-const breakerSchema = `CREATE TABLE kit_breakers (
-    destination text PRIMARY KEY,
-    state text NOT NULL DEFAULT 'closed',
-    failures int NOT NULL DEFAULT 0,
-    generation bigint NOT NULL DEFAULT 0,
-    open_until timestamptz,
-    probe_token uuid,
-    probe_expires_at timestamptz,
-    changed_at timestamptz NOT NULL DEFAULT now()
-);`
+var breakerSchema = breaker.Schema("kit_breakers")
 
 // With the receiver failing, 10 replicas and 500 pending events: once the circuit is
 // open no request is sent during the cool-down, each half-open lets exactly one

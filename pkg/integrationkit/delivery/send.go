@@ -177,8 +177,23 @@ func (d *Dispatcher) outcome(rec outbox.Record, dec Decision, res response) outb
 	default:
 		out.Status, out.RetryIn = outbox.StatusPending, d.jitter(attempts)
 	}
+	switch {
+	case out.Status == outbox.StatusFailed:
+		out.Page = PageDeadLetter
+	case dec.Page:
+		out.Page = PageUnauthorized
+	}
 	return out
 }
+
+// The pages an outcome owes on-call (outbox.Outcome.Page), settled with it.
+const (
+	// PageDeadLetter: the event was dead-lettered.
+	PageDeadLetter = "dead_letter"
+	// PageUnauthorized: the receiver refused the request with 401 or 403, a secret or
+	// clock problem on-call can fix.
+	PageUnauthorized = "unauthorized"
+)
 
 func (d *Dispatcher) logOutcome(ctx context.Context, rec outbox.Record, out outbox.Outcome) {
 	attrs := []any{"event_id", rec.ID, "event_type", rec.EventType, "idempotency_key", rec.IdempotencyKey,

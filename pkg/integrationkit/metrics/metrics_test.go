@@ -41,9 +41,7 @@ func TestSenderSeries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, _, store := outboxtest.Setup(t)
-	_, err := db.NewRaw(`CREATE TABLE circuits (destination text PRIMARY KEY, state text NOT NULL DEFAULT 'closed',
-		failures int NOT NULL DEFAULT 0, generation bigint NOT NULL DEFAULT 0, open_until timestamptz,
-		probe_token uuid, probe_expires_at timestamptz, changed_at timestamptz NOT NULL DEFAULT now())`).Exec(ctx)
+	_, err := db.ExecContext(ctx, breaker.Schema("circuits"))
 	require.NoError(t, err)
 	br, err := breaker.New(breaker.Config{Table: "circuits", Threshold: 1})
 	require.NoError(t, err)

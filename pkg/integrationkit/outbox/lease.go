@@ -95,6 +95,10 @@ type Outcome struct {
 	Snippet string
 	// Label names the outcome in the attempt log (delivered, retry, dead_letter, …).
 	Label string
+	// Page, when set, names the page on-call is owed for this outcome (e.g.
+	// "dead_letter"). It is written with the outcome and stays owed in the row until a
+	// pager takes it (TakeOwedPages), so no crash between the two can lose it.
+	Page string
 }
 
 // Settle records an attempt and the event's new state, fenced by the lease token: if
@@ -126,7 +130,7 @@ func (s *Store) SettleMany(ctx context.Context, db bun.IDB, items []Settlement) 
 	c := newColumns(items)
 	rows, err := pgdb.Prepared(db).Query(ctx, s.sql.settle, c.ids, c.tokens, c.status, c.counted,
 		c.sent, c.retrySecs, c.code, c.errs, c.failedReason, c.errClass, c.started, c.durationMS,
-		c.snippet, c.label)
+		c.snippet, c.label, c.page)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: settle %d events: %w", len(items), err)
 	}
@@ -151,9 +155,9 @@ func (s *Store) SettleMany(ctx context.Context, db bun.IDB, items []Settlement) 
 
 // columns is a batch of settlements turned into one array per column.
 type columns struct {
-	ids, tokens, status, errs, failedReason, errClass, snippet, label []string
-	counted, sent, code, durationMS                                   []int64
-	retrySecs, started                                                []float64
+	ids, tokens, status, errs, failedReason, errClass, snippet, label, page []string
+	counted, sent, code, durationMS                                         []int64
+	retrySecs, started                                                      []float64
 }
 
 func newColumns(items []Settlement) columns {
@@ -174,6 +178,7 @@ func newColumns(items []Settlement) columns {
 		c.durationMS = append(c.durationMS, o.Duration.Milliseconds())
 		c.snippet = append(c.snippet, o.Snippet)
 		c.label = append(c.label, o.Label)
+		c.page = append(c.page, o.Page)
 	}
 	return c
 }

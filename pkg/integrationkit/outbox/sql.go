@@ -45,9 +45,9 @@ func newStatements(table string) statements {
 		WITH v AS (
 			SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[], $4::int[], $5::int[],
 			                     $6::float8[], $7::int[], $8::text[], $9::text[], $10::text[], $11::float8[],
-			                     $12::int[], $13::text[], $14::text[])
+			                     $12::int[], $13::text[], $14::text[], $15::text[])
 			AS v(id, token, status, counted, sent, retry_secs, code, error, failed_reason, error_class,
-			     started, duration_ms, snippet, label)
+			     started, duration_ms, snippet, label, page)
 		), upd AS (
 			UPDATE ` + t + ` AS o SET
 				delivery_status = v.status,
@@ -59,6 +59,7 @@ func newStatements(table string) statements {
 				last_status_code = CASE WHEN v.sent = 1 THEN NULLIF(v.code, 0) ELSE o.last_status_code END,
 				last_error = CASE WHEN v.sent = 1 OR v.error <> '' THEN NULLIF(v.error, '') ELSE o.last_error END,
 				failed_reason = NULLIF(v.failed_reason, ''),
+				page_owed = coalesce(NULLIF(v.page, ''), o.page_owed),
 				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
 			FROM v WHERE o.id = v.id AND o.lease_token = v.token
 			RETURNING o.id, o.request_count

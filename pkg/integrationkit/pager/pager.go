@@ -1,10 +1,14 @@
 // Package pager pages on-call about what the dispatcher cannot fix by itself, without
 // ever slowing it down, and without storms.
 //
-// Notify never blocks: it counts the alert into an in-memory map keyed by Alert.Key
-// and returns. Run drains that map into a PostgreSQL table (one row per key, shared by
-// every replica) and sends each key that is due as one message with a count ("50 ×
-// events dead-lettered in the last 1m; e.g. …"). A key is sent at most once per
+// Alerts reach the table two ways. Pages owed by another table's rows (a dead letter,
+// a circuit that opened: see Debtor) are written there by the statement that made the
+// change, so no crash loses them; Run takes them into the alert table, each exactly
+// once across replicas. Notify, for alerts that can be derived again (an old pending
+// event), never blocks: it counts the alert into an in-memory map keyed by Alert.Key,
+// which Run drains into the table. Run then sends each key that is due as one message
+// with a count ("50 × events dead-lettered in the last 1m; e.g. …"), one row per key
+// shared by every replica. A key is sent at most once per
 // Config.Repeat across the whole cluster; its first occurrence waits Config.Gather for
 // companions so a burst becomes one message. A message that could not be sent (Slack
 // down, slow or answering 500) stays in the table and is retried with backoff.
@@ -109,17 +113,22 @@ type Sender interface {
 type Deps struct {
 	Log    *slog.Logger
 	Sender Sender
+	// Debtors are the tables whose rows owe pages (DeliveryDebts); the pager takes
+	// what they owe when woken and every Config.Poll.
+	Debtors []Debtor
 }
 
 // Pager records alerts and sends them; see the package documentation.
 type Pager struct {
-	db     *bun.DB
-	cfg    Config
-	log    *slog.Logger
-	sender Sender
-	store  store
-	queue  *queue
-	wake   chan struct{}
+	db      *bun.DB
+	cfg     Config
+	log     *slog.Logger
+	sender  Sender
+	store   store
+	queue   *queue
+	wake    chan struct{}
+	debtors []Debtor
+	owed    chan struct{}
 }
 
 // New returns a pager keeping its state in cfg.Table of db.
@@ -140,7 +149,7 @@ func New(db *bun.DB, cfg Config, deps Deps) (*Pager, error) {
 	return &Pager{
 		db: db, cfg: cfg, log: log, sender: sender,
 		store: store{table: cfg.Table}, queue: newQueue(cfg.MaxKeys),
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), debtors: deps.Debtors, owed: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -159,6 +168,9 @@ func (p *Pager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { p.writeLoop(ctx) })
 	wg.Go(func() { p.sendLoop(ctx) })
+	if len(p.debtors) > 0 {
+		wg.Go(func() { p.sweepLoop(ctx) })
+	}
 	wg.Wait()
 	return nil
 }

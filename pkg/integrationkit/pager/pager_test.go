@@ -118,12 +118,12 @@ func counted(texts []string) int {
 	return n
 }
 
-func start(t *testing.T, db *bun.DB, slack *slackStandIn, cfg pager.Config) *pager.Pager {
+func start(t *testing.T, db *bun.DB, slack *slackStandIn, cfg pager.Config, debtors ...pager.Debtor) *pager.Pager {
 	t.Helper()
 	sender, err := pager.NewSlackSender(pager.SlackConfig{WebhookURL: slack.url}, nil)
 	require.NoError(t, err)
 	cfg.Table = "alerts"
-	p, err := pager.New(db, cfg, pager.Deps{Sender: sender})
+	p, err := pager.New(db, cfg, pager.Deps{Sender: sender, Debtors: debtors})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

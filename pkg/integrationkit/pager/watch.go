@@ -3,7 +3,6 @@ package pager
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -21,50 +20,92 @@ const (
 	KindPendingAge   = "pending_age"
 )
 
-// DeliveryObserver returns a delivery.Observer that pages on dead letters, on 401 or
-// 403 answers (a secret or clock problem on-call can fix) and on circuit changes. It
-// only calls Notify, so it never blocks the dispatcher.
+// DeliveryObserver returns a delivery.Observer that wakes the sweep of owed pages
+// whenever an outcome owes one or a circuit changes, so on-call hears of it at once.
+// The pages themselves come from the database (DeliveryDebts), where the dispatcher
+// wrote them with the outcome: waking is only a hint, and it never blocks.
 func (p *Pager) DeliveryObserver() delivery.Observer { return deliveryObserver{p} }
 
 type deliveryObserver struct{ p *Pager }
 
-func (o deliveryObserver) Settled(_ context.Context, rec outbox.Record, out outbox.Outcome) {
-	base := Alert{EventID: rec.ID.String(), Aggregate: rec.AggregateKey, Error: describe(out),
-		Detail: "destination " + rec.Destination}
-	if out.Status == outbox.StatusFailed {
-		a := base
-		a.Key, a.Kind, a.Title = KindDeadLetter+":"+rec.Destination, KindDeadLetter, "events dead-lettered"
-		o.p.Notify(a)
+func (o deliveryObserver) Settled(_ context.Context, _ outbox.Record, out outbox.Outcome) {
+	if out.Page != "" {
+		o.p.owe()
 	}
-	if out.StatusCode == http.StatusUnauthorized || out.StatusCode == http.StatusForbidden {
-		a := base
-		a.Key, a.Kind = KindUnauthorized+":"+rec.Destination, KindUnauthorized
+}
+
+func (o deliveryObserver) CircuitChanged(context.Context, string, breaker.Transition, outbox.Record) {
+	o.p.owe()
+}
+
+// DeliveryDebts is the Debtor of a dispatcher: the pages its settled outcomes owe
+// (dead letters, 401/403 answers) and its circuits' unannounced transitions.
+func DeliveryDebts(store *outbox.Store, br *breaker.Breaker) Debtor {
+	return deliveryDebts{store: store, breaker: br}
+}
+
+type deliveryDebts struct {
+	store   *outbox.Store
+	breaker *breaker.Breaker
+}
+
+var circuitTitles = map[breaker.Transition]string{
+	breaker.Opened:   "circuit opened: deliveries paused",
+	breaker.Reopened: "circuit re-opened: the probe failed",
+	breaker.ClosedT:  "circuit closed: deliveries resumed",
+}
+
+func (d deliveryDebts) TakeOwed(ctx context.Context, tx bun.Tx, limit int) ([]Alert, error) {
+	pages, err := d.store.TakeOwedPages(ctx, tx, limit)
+	if err != nil {
+		return nil, err
+	}
+	var out []Alert
+	for _, pg := range pages {
+		out = append(out, owedAlert(pg))
+	}
+	if d.breaker == nil {
+		return out, nil
+	}
+	ann, err := d.breaker.TakeAnnouncements(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range ann {
+		if a.Transition == breaker.ClosedT && a.Missed > 0 {
+			out = append(out, circuitAlert(a.Destination, breaker.Opened)) // it opened unannounced
+		}
+		out = append(out, circuitAlert(a.Destination, a.Transition))
+	}
+	return out, nil
+}
+
+func owedAlert(pg outbox.OwedPage) Alert {
+	a := Alert{EventID: pg.EventID.String(), Aggregate: pg.AggregateKey, Error: describe(pg),
+		Detail: "destination " + pg.Destination}
+	switch pg.Page {
+	case delivery.PageUnauthorized:
+		a.Key, a.Kind = KindUnauthorized+":"+pg.Destination, KindUnauthorized
 		a.Title = "deliveries refused with HTTP 401/403: check the webhook secret and the clocks"
-		o.p.Notify(a)
+	default:
+		a.Key, a.Kind, a.Title = KindDeadLetter+":"+pg.Destination, KindDeadLetter, "events dead-lettered"
 	}
+	return a
 }
 
-func (o deliveryObserver) CircuitChanged(_ context.Context, destination string, tr breaker.Transition, rec outbox.Record) {
-	titles := map[breaker.Transition]string{
-		breaker.Opened:   "circuit opened: deliveries paused",
-		breaker.Reopened: "circuit re-opened: the probe failed",
-		breaker.ClosedT:  "circuit closed: deliveries resumed",
-	}
-	o.p.Notify(Alert{
-		Key: KindCircuit + string(tr) + ":" + destination, Kind: KindCircuit + string(tr),
-		Title: titles[tr], EventID: rec.ID.String(), Aggregate: rec.AggregateKey,
-		Detail: "destination " + destination,
-	})
+func circuitAlert(dest string, tr breaker.Transition) Alert {
+	return Alert{Key: KindCircuit + string(tr) + ":" + dest, Kind: KindCircuit + string(tr),
+		Title: circuitTitles[tr], Detail: "destination " + dest}
 }
 
-// describe is the last error of an outcome as on-call reads it.
-func describe(out outbox.Outcome) string {
-	s := out.Error
-	if out.FailedReason != "" {
-		s = out.FailedReason + ": " + s
+// describe is the last error of an owed page as on-call reads it.
+func describe(pg outbox.OwedPage) string {
+	s := pg.Error
+	if pg.FailedReason != "" {
+		s = pg.FailedReason + ": " + s
 	}
-	if out.Snippet != "" {
-		s += " — " + truncate(out.Snippet, 200)
+	if pg.Snippet != "" {
+		s += " — " + truncate(pg.Snippet, 200)
 	}
 	return s
 }

@@ -40,9 +40,11 @@ CREATE TABLE kit_outbox (
     last_error text,
     last_status_code int,
     failed_reason text,
+    page_owed text,
     UNIQUE (aggregate_key, aggregate_seq)
 );
 CREATE INDEX kit_outbox_due_idx ON kit_outbox (next_attempt_at) WHERE delivery_status = 'pending';
+CREATE INDEX kit_outbox_page_owed_idx ON kit_outbox (id) WHERE page_owed IS NOT NULL;
 CREATE INDEX kit_outbox_open_idx ON kit_outbox (aggregate_key, aggregate_seq) WHERE delivery_status <> 'delivered';
 CREATE TABLE kit_outbox_attempts (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
