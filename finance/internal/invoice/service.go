@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // OutboxTable is the outbox the service writes its events to.
@@ -61,7 +62,7 @@ func (s *Service) Issue(ctx context.Context, n NewInvoice) (Invoice, error) {
 	if inv.ID, err = uuid.NewV7(); err != nil {
 		return Invoice{}, fmt.Errorf("issue invoice: new id: %w", err)
 	}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = pgdb.RunInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := s.store.insertInvoice(ctx, tx, &inv); err != nil {
 			return err
 		}

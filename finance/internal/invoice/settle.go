@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // Pay records a payment against the invoice in one transaction, under the invoice's
@@ -19,7 +21,7 @@ func (s *Service) Pay(ctx context.Context, id uuid.UUID, n NewPayment) (Invoice,
 	}
 	pay := Payment{PaymentID: n.PaymentID, InvoiceID: id, AmountMinor: n.AmountMinor}
 	var inv Invoice
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := pgdb.RunInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if inv, err = s.store.invoice(ctx, tx, id, true); err != nil {
 			return err
@@ -57,7 +59,7 @@ func (s *Service) Refund(ctx context.Context, id uuid.UUID, n NewRefund) (Invoic
 	}
 	ref := Refund{RefundID: n.RefundID, InvoiceID: id, Reason: n.Reason}
 	var inv Invoice
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := pgdb.RunInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if inv, err = s.store.invoice(ctx, tx, id, true); err != nil {
 			return err
