@@ -39,7 +39,9 @@ const envDoc = `Environment:
                          (default postgres://postgres@127.0.0.1:5432/finance?sslmode=disable)
   HTTP_ADDR              listen address (default 127.0.0.1:8081)
   DB_MAX_CONNS           database connection pool size (default 8)
-  API_TOKENS             role:token,... with roles clerk, ops, warehouse (tokens ≥ 16 chars)
+  API_TOKENS             role:token or role:name:token, comma-separated, with roles
+                         clerk, ops, warehouse (tokens ≥ 16 chars, no ':'); a name keeps
+                         a caller's Idempotency-Keys across a token rotation
   WEBHOOK_SECRET         Standard Webhooks secret whsec_<base64> (required for serve);
                          several, space-separated, during a rotation: each one signs
   LOGISTICS_WEBHOOK_URL  where events go (default http://127.0.0.1:8082/webhooks/finance)

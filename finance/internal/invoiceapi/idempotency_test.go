@@ -62,8 +62,10 @@ func TestPaymentWhileFirstIsInFlightIs409(t *testing.T) {
 
 	done := make(chan *httptest.ResponseRecorder)
 	go func() { done <- b.do(t, http.MethodPost, path, body, idempotency.HeaderKey, "pay-key") }()
-	require.Eventually(t, func() bool {
-		n, err := b.db.NewSelect().Table("idempotency_keys").Where("key = 'pay-key' AND state = 'in_flight'").Count(ctx)
+	require.Eventually(t, func() bool { // the first request holds its key: its transaction's advisory lock
+		var n int
+		err := b.db.NewRaw(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(ctx, &n)
 		return err == nil && n == 1
 	}, 10*time.Second, 5*time.Millisecond)
 

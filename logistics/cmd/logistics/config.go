@@ -95,7 +95,8 @@ const envHelp = `Environment:
   DATABASE_URL      postgres URL of the logistics database
                     (default ` + defaultDatabaseURL + `)
   HTTP_ADDR         listen address (default ` + defaultHTTPAddr + `)
-  API_TOKENS        bearer tokens as role:token,... (roles clerk, ops, warehouse;
+  API_TOKENS        bearer tokens as role:token or role:name:token, comma-separated
+                    (roles clerk, ops, warehouse;
                     logistics admits warehouse tokens on /v1/shipments and ops
                     tokens on /v1/ops; tokens ≥ 16 characters)
   WEBHOOK_SECRET    Standard Webhooks secret(s) whsec_<base64> shared with finance;

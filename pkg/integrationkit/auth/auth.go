@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -22,11 +23,18 @@ type Tokens struct {
 
 type entry struct {
 	role string
+	name string            // the caller's stable name, "" when the entry names none
 	hash [sha256.Size]byte // tokens are compared by digest: equal length, constant time
 }
 
-// ParseTokens reads "role:token,role:token". Every role must be one of roles; tokens
-// must be at least 16 characters, so a typo cannot leave a guessable token in use.
+// callerName is the form of a caller's name in "role:name:token".
+var callerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// ParseTokens reads "role:token,role:name:token,…". Every role must be one of roles;
+// tokens must be at least 16 characters, so a typo cannot leave a guessable token in
+// use, and cannot contain ':'. A name (lowercase letters, digits, '.', '_', '-')
+// names the caller for good: several tokens may carry it while one is rotated, and
+// whatever a caller owns across requests (its Idempotency-Keys, say) is scoped to it.
 func ParseTokens(spec string, roles ...string) (Tokens, error) {
 	var t Tokens
 	for item := range strings.SplitSeq(spec, ",") {
@@ -36,7 +44,14 @@ func ParseTokens(spec string, roles ...string) (Tokens, error) {
 		}
 		role, token, ok := strings.Cut(item, ":")
 		if !ok || token == "" {
-			return Tokens{}, fmt.Errorf("entry %d is not role:token", len(t.entries)+1)
+			return Tokens{}, fmt.Errorf("entry %d is not role:token or role:name:token", len(t.entries)+1)
+		}
+		name := ""
+		if n, tok, named := strings.Cut(token, ":"); named {
+			if !callerName.MatchString(n) || tok == "" || strings.Contains(tok, ":") {
+				return Tokens{}, fmt.Errorf("entry %d is not role:name:token (a name is lowercase letters, digits, '.', '_' or '-')", len(t.entries)+1)
+			}
+			name, token = n, tok
 		}
 		if !slices.Contains(roles, role) {
 			return Tokens{}, fmt.Errorf("unknown role %q (want one of %s)", role, strings.Join(roles, ", "))
@@ -44,7 +59,7 @@ func ParseTokens(spec string, roles ...string) (Tokens, error) {
 		if len(token) < 16 {
 			return Tokens{}, fmt.Errorf("token for role %q is shorter than 16 characters", role)
 		}
-		t.entries = append(t.entries, entry{role: role, hash: sha256.Sum256([]byte(token))})
+		t.entries = append(t.entries, entry{role: role, name: name, hash: sha256.Sum256([]byte(token))})
 	}
 	return t, nil
 }
@@ -58,7 +73,10 @@ func (t Tokens) Roles() map[string]int {
 	return out
 }
 
-const principalKey = "auth.principal"
+const (
+	principalKey = "auth.principal"
+	callerKey    = "auth.caller"
+)
 
 // Require admits requests whose bearer token belongs to one of roles, comparing
 // tokens in constant time.
@@ -79,6 +97,7 @@ func (t Tokens) Require(roles ...string) echo.MiddlewareFunc {
 				return problem.Newf(http.StatusForbidden, "forbidden", "this endpoint needs role %s", strings.Join(roles, " or "))
 			}
 			c.Set(principalKey, e.principal())
+			c.Set(callerKey, e.caller())
 			return next(c)
 		}
 	}
@@ -100,12 +119,37 @@ func (t Tokens) match(raw string) (entry, bool) {
 	return t.entries[matched], true
 }
 
-// principal names the token by its role and a digest prefix, never by the token.
-func (e entry) principal() string { return e.role + ":" + hex.EncodeToString(e.hash[:6]) }
+// principal names the token by its caller's name, or by its role and a digest
+// prefix, never by the token.
+func (e entry) principal() string {
+	if e.name != "" {
+		return e.role + ":" + e.name
+	}
+	return e.role + ":" + hex.EncodeToString(e.hash[:6])
+}
 
-// Principal returns the authenticated principal ("role:digest") of the request, or "".
+// caller names who is calling for good: "role:name", or the role alone for a token
+// without a name; it survives the rotation of the token.
+func (e entry) caller() string {
+	if e.name != "" {
+		return e.role + ":" + e.name
+	}
+	return e.role
+}
+
+// Principal returns the authenticated principal of the request ("role:name", or
+// "role:digest" for a token without a name), or "". It tells tokens apart in logs and
+// audit records.
 func Principal(c echo.Context) string {
 	p, _ := c.Get(principalKey).(string)
+	return p
+}
+
+// Caller returns the stable caller of the request ("role:name", or the role alone
+// for a token without a name), or "": what a caller owns across requests is scoped
+// to it, so rotating a token changes nothing it sees.
+func Caller(c echo.Context) string {
+	p, _ := c.Get(callerKey).(string)
 	return p
 }
 

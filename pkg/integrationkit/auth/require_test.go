@@ -130,3 +130,24 @@ func TestParseTokensRejectsWeakOrUnknownEntries(t *testing.T) {
 	e.GET("/", func(c echo.Context) error { return c.NoContent(http.StatusOK) }, none.Require("clerk"))
 	require.Equal(t, http.StatusUnauthorized, get(e, "/", "Bearer "+clerkBearer).Code, "no tokens admit nobody")
 }
+
+// A token may name its caller ("role:name:token"): the principal and the caller are
+// then the name, the same for every token of it, so a rotation keeps the caller. A
+// token without a name has its role as caller.
+func TestNamedTokensKeepTheirCallerAcrossRotation(t *testing.T) {
+	t.Parallel()
+	const old, rotated, other = "bearer-old-0123456789", "bearer-new-0123456789", "bearer-anon-0123456789"
+	tk, err := auth.ParseTokens("clerk:erp-batch:"+old+",clerk:erp-batch:"+rotated+",clerk:"+other, "clerk")
+	require.NoError(t, err)
+	e := echo.New()
+	e.GET("/", func(c echo.Context) error {
+		return c.String(http.StatusOK, auth.Principal(c)+" "+auth.Caller(c))
+	}, tk.Require("clerk"))
+	require.Equal(t, "clerk:erp-batch clerk:erp-batch", get(e, "/", "Bearer "+old).Body.String())
+	require.Equal(t, "clerk:erp-batch clerk:erp-batch", get(e, "/", "Bearer "+rotated).Body.String())
+	require.Regexp(t, `^clerk:[0-9a-f]{12} clerk$`, get(e, "/", "Bearer "+other).Body.String())
+	for _, bad := range []string{"clerk:Bad Name:" + old, "clerk:erp:" + old + ":x", "clerk:erp:"} {
+		_, err := auth.ParseTokens(bad, "clerk")
+		require.Error(t, err, bad)
+	}
+}

@@ -4,19 +4,25 @@
 // handler a second time.
 //
 // For one principal and one key:
-//   - first use: the handler runs; its response (status, the headers it set, body) is
-//     stored, then sent. A 5xx answer or a panic is not stored, so a retry runs again.
+//   - first use: the handler runs inside a transaction that holds the key; its changes
+//     join that transaction (pgdb.RunInTx on the request's context) and its response
+//     (status, the headers it set, body) is stored in it before the commit, then sent.
+//     A change and the answer reporting it commit together or not at all. A 5xx answer
+//     or a panic rolls everything back, so a retry runs again.
 //   - same key, same request, first one finished: the stored response byte for byte,
 //     with the header Idempotent-Replayed: true.
-//   - same key, different request (method, path with query, or body): 422.
-//   - same key while the first is still running: 409 with Retry-After: 1, unless the
-//     first has held the key longer than Config.AbandonAfter (its process presumably
-//     died); then this request takes the key over atomically and runs.
+//   - same key, different request (method, path with query, or body compared as
+//     canonical JSON): 422.
+//   - same key while the first is still running: 409 with Retry-After: 1. A request
+//     whose process died holds nothing: its transaction ended with its connection, and
+//     the retry runs at once. No request holds its key longer than
+//     Config.AbandonAfter: its handler's context ends then and it rolls back.
 //   - a key older than Config.TTL counts as absent; Purge deletes such keys.
 //
 // Responses are buffered and sent only after they are stored, so a client that
 // retries after receiving an answer always gets the replay. Streaming handlers
-// (Flush) cannot sit behind the middleware.
+// (Flush) cannot sit behind the middleware. Changes a handler makes outside
+// pgdb.RunInTx are not part of the transaction and commit on their own.
 //
 // The table (default idempotency_keys) needs the columns principal text, key text,
 // request_hash bytea, state text ('in_flight' or 'done'), response_status int,
@@ -64,15 +70,16 @@ type Config struct {
 	Table string
 	// TTL is how long a key is remembered (default 24 h); older keys count as absent.
 	TTL time.Duration
-	// AbandonAfter is how long a request may hold its key before another request with
-	// the same key may take it over (default 1 min). It must exceed the longest
-	// handler run, e.g. the server's write timeout.
+	// AbandonAfter is the longest a request may hold its key (default 1 min): its
+	// handler's context ends then and its transaction rolls back. Set it above the
+	// longest handler run, e.g. the server's write timeout.
 	AbandonAfter time.Duration
 	// MaxBodyBytes bounds the request body that is read and hashed (default 1 MiB);
 	// a larger body is refused with 413.
 	MaxBodyBytes int64
-	// Principal scopes keys to a caller (default auth.Principal), so two callers
-	// cannot see each other's responses.
+	// Principal scopes keys to a caller (default auth.Caller: the token's role and
+	// name, which survive the token's rotation), so two callers cannot see each
+	// other's responses and a retry after a rotation is still a retry.
 	Principal func(echo.Context) string
 	// Logger receives failures to store or release a key (default: discarded).
 	Logger *slog.Logger
@@ -86,7 +93,7 @@ func (c Config) withDefaults() Config {
 	c.AbandonAfter = cmp.Or(c.AbandonAfter, DefaultAbandonAfter)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
 	if c.Principal == nil {
-		c.Principal = auth.Principal
+		c.Principal = auth.Caller
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +55,27 @@ func hashRequest(c echo.Context, limit int64) ([]byte, error) {
 	h.Write([]byte{0})
 	h.Write([]byte(req.URL.RequestURI()))
 	h.Write([]byte{0})
-	h.Write(body)
+	h.Write(canonical(body))
 	return h.Sum(nil), nil
+}
+
+// canonical returns body as canonical JSON (members sorted, no insignificant white
+// space, numbers as written), so a client that re-serialises the same request is
+// not taken for one that changed it; a body that is not one JSON value is hashed as
+// it is.
+func canonical(body []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return body
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return body
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return body
+	}
+	return out
 }

@@ -4,47 +4,69 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/uptrace/bun"
 
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/problem"
 )
 
-// maxClaimTries bounds the claim-then-look-up loop: a key can vanish between the two
-// statements (its first request failed with a 5xx and released it), and claiming
-// again is then right, but not forever.
-const maxClaimTries = 3
-
-// settleTimeout bounds storing or releasing a key after the handler ran. It runs
-// detached from the request, so a client that hangs up does not strand its key.
+// settleTimeout bounds storing the answer and committing after the handler ran. It
+// runs detached from the request, so a client that hangs up still gets the stored
+// answer when it retries.
 const settleTimeout = 5 * time.Second
 
-// serve claims the key and runs the handler, or answers from the existing record.
+// serve holds the key in a transaction and runs the handler inside it, or answers from
+// the existing record.
+//
+// The key is held by the transaction itself: a transaction-level advisory lock on it
+// (a second request with the same key finds it taken and gets 409 at once), and its
+// in_flight row, inserted in the transaction and never visible to anybody else. The
+// handler's changes join the transaction (pgdb.RunInTx on the request's context), and
+// the response is stored in it before the commit. So a change and the answer that
+// reports it commit together or not at all; a request whose process dies mid-way
+// leaves nothing behind, and a retry runs afresh at once, with no abandonment window.
 func (m *Middleware) serve(c echo.Context, next echo.HandlerFunc, k keyRef, hash []byte) error {
-	ctx := c.Request().Context()
-	for range maxClaimTries {
-		token, claimed, err := m.store.acquire(ctx, k, hash, m.cfg.TTL, m.cfg.AbandonAfter)
-		if err != nil {
-			return err
-		}
-		if claimed {
-			return m.run(c, next, k, token)
-		}
-		rec, found, err := m.store.lookup(ctx, k, m.cfg.TTL)
-		if err != nil {
-			return err
-		}
-		if found {
-			return answer(c, rec, hash)
-		}
+	// Detached from the client, bounded by AbandonAfter: the request holds its key no
+	// longer than that, and a client that hangs up gets the answer on its retry.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), m.cfg.AbandonAfter)
+	defer cancel()
+	tx, err := m.store.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("idempotency: begin: %w", err)
 	}
-	return inFlight()
+	defer func() { _ = tx.Rollback() }() // a no-op after the commit
+	held, err := m.store.hold(ctx, tx, k)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return inFlight()
+	}
+	claimed, err := m.store.claim(ctx, tx, k, hash, m.cfg.TTL, m.cfg.AbandonAfter)
+	if err != nil {
+		return err
+	}
+	if !claimed {
+		rec, found, err := m.store.lookup(ctx, tx, k, m.cfg.TTL)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return inFlight() // an in_flight row of a replica without this lock; it expires
+		}
+		return answer(c, rec, hash)
+	}
+	return m.run(c, next, ctx, tx, k)
 }
 
-// answer responds to a request whose key is already held or done.
+// answer responds to a request whose key is already done (or held by an older
+// replica's committed in_flight row).
 func answer(c echo.Context, rec record, hash []byte) error {
 	switch {
 	case !bytes.Equal(rec.hash, hash):
@@ -73,11 +95,21 @@ func replay(c echo.Context, rec record) error {
 	return err
 }
 
-// run executes the handler while holding the key. The response is captured (errors
-// rendered by the echo error handler included), stored unless it is a server error,
-// and only then sent. A 5xx, a failure to store, or a panic releases the key so a
-// retry can run the request again.
-func (m *Middleware) run(c echo.Context, next echo.HandlerFunc, k keyRef, token time.Time) error {
+// run executes the handler inside tx, which holds the key. The response is captured
+// (errors rendered by the echo error handler included) and, unless it is a server
+// error, stored in tx and committed, and only then sent; the handler's changes are
+// kept with a success and dropped with a 4xx (they run under a savepoint). A 5xx, a
+// failure to store or commit, or a panic rolls tx back, change and key alike, so a
+// retry runs the request again.
+func (m *Middleware) run(c echo.Context, next echo.HandlerFunc, ctx context.Context, tx bun.Tx, k keyRef) error {
+	handlerTx, err := tx.BeginTx(ctx, nil) // a savepoint: a 4xx answer keeps no change
+	if err != nil {
+		return fmt.Errorf("idempotency: savepoint: %w", err)
+	}
+	req := c.Request()
+	c.SetRequest(req.WithContext(pgdb.WithTx(ctx, handlerTx)))
+	defer c.SetRequest(req)
+
 	res := c.Response()
 	orig := res.Writer
 	before := orig.Header().Clone()
@@ -87,9 +119,9 @@ func (m *Middleware) run(c echo.Context, next echo.HandlerFunc, k keyRef, token 
 	defer func() {
 		res.Writer = orig
 		if !handled {
-			// The handler panicked and nothing reached the client: let recovery answer.
+			// The handler panicked and nothing reached the client: let recovery answer
+			// (the deferred rollback frees the key).
 			res.Committed = false
-			m.release(c, k, token)
 		}
 	}()
 	if err := next(c); err != nil {
@@ -97,47 +129,53 @@ func (m *Middleware) run(c echo.Context, next echo.HandlerFunc, k keyRef, token 
 	}
 	handled = true
 	res.Writer = orig
+	c.SetRequest(req)
 
 	status := cmp.Or(rec.status, http.StatusOK)
-	body := rec.body.Bytes()
-	if status >= http.StatusInternalServerError ||
-		!m.complete(c, k, token, status, handlerHeaders(before, orig.Header()), body) {
-		m.release(c, k, token)
+	headers := handlerHeaders(before, orig.Header())
+	if status < http.StatusInternalServerError {
+		if err := m.commit(ctx, tx, handlerTx, k, status, headers, rec.body.Bytes()); err != nil {
+			for name := range headers { // neither the change nor its answer committed
+				orig.Header().Del(name)
+			}
+			res.Committed = false // nothing was sent: the error handler answers
+			return err
+		}
 	}
 	orig.WriteHeader(status)
 	res.Status, res.Committed = status, true
-	n, err := orig.Write(body)
+	n, err := orig.Write(rec.body.Bytes())
 	res.Size += int64(n)
 	return err
 }
 
-// complete stores the response and reports whether it is stored under this request.
-func (m *Middleware) complete(c echo.Context, k keyRef, token time.Time, status int, headers http.Header, body []byte) bool {
-	ctx, cancel := settleContext(c)
+// commit keeps the handler's changes (handlerTx) if its answer is a success and drops
+// them if it is a 4xx, stores the answer in tx and commits. On failure nothing of tx
+// committed (or, when the commit's outcome is unknown, a retry finds the stored answer
+// or a free key) and the error to answer with is returned.
+func (m *Middleware) commit(ctx context.Context, tx, handlerTx bun.Tx, k keyRef, status int, headers http.Header, body []byte) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	stored, err := m.store.complete(ctx, k, token, status, headers, body)
+	var err error
+	if status < http.StatusBadRequest {
+		err = handlerTx.Commit() // RELEASE SAVEPOINT
+	} else {
+		err = handlerTx.Rollback() // ROLLBACK TO SAVEPOINT
+	}
+	if err == nil {
+		err = m.store.complete(ctx, tx, k, status, headers, body)
+	}
+	if err == nil {
+		err = tx.Commit()
+	}
 	if err != nil {
-		m.cfg.Logger.ErrorContext(ctx, "idempotency: response not stored; a retry will run the request again", "err", err)
-		return false
+		m.cfg.Logger.ErrorContext(ctx, "idempotency: answer not stored; the change was rolled back", "err", err)
+		p := problem.New(http.StatusServiceUnavailable, "idempotency-answer-not-stored",
+			"the request could not be completed; retry with the same Idempotency-Key")
+		p.RetryAfter = time.Second
+		return p
 	}
-	if !stored {
-		m.cfg.Logger.WarnContext(ctx, "idempotency: key was taken over before the response was stored",
-			"abandon_after", m.cfg.AbandonAfter)
-	}
-	return stored
-}
-
-// release frees the key so a retry runs the request again.
-func (m *Middleware) release(c echo.Context, k keyRef, token time.Time) {
-	ctx, cancel := settleContext(c)
-	defer cancel()
-	if err := m.store.release(ctx, k, token); err != nil {
-		m.cfg.Logger.ErrorContext(ctx, "idempotency: key not released; retries get 409 until it is abandoned", "err", err)
-	}
-}
-
-func settleContext(c echo.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(c.Request().Context()), settleTimeout)
+	return nil
 }
 
 // Purge deletes keys created more than olderThan ago and returns how many it deleted.

@@ -36,17 +36,31 @@ type record struct {
 // store holds the SQL of the key table. Every time that decides expiry or
 // abandonment is the database's, so replicas with skewed clocks agree.
 type store struct {
-	db    bun.IDB
+	db    bun.IDB // begins the transactions that hold keys
 	table string
 }
 
-// acquire claims the key for this request: a new key is inserted in_flight; an
-// expired key, or an in_flight key of the same request abandoned for longer than
-// abandon, is taken over in the same statement. It returns the lock token (locked_at)
-// and whether the key was claimed.
-func (s store) acquire(ctx context.Context, k keyRef, hash []byte, ttl, abandon time.Duration) (time.Time, bool, error) {
-	var token time.Time
-	err := s.db.NewRaw(`INSERT INTO ? AS k (principal, key, request_hash, state, locked_at, created_at)
+// hold takes the transaction-level advisory lock of k in tx and reports whether it got
+// it (keys are printable ASCII, so a newline separates the parts); another transaction
+// holding it is a request with the same key in flight. The
+// lock ends with tx, also when its process dies.
+func (s store) hold(ctx context.Context, tx bun.Tx, k keyRef) (bool, error) {
+	var got bool
+	err := tx.NewRaw(`SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))`,
+		s.table+"\n"+k.principal+"\n"+k.key).Scan(ctx, &got)
+	if err != nil {
+		return false, fmt.Errorf("idempotency: hold key: %w", err)
+	}
+	return got, nil
+}
+
+// claim inserts k in_flight in tx for this request, and reports whether it did: a new
+// key, an expired one, or a committed in_flight row abandoned for longer than abandon
+// (left by a replica that stored keys before committing its change) is claimed; a
+// live key is not.
+func (s store) claim(ctx context.Context, tx bun.Tx, k keyRef, hash []byte, ttl, abandon time.Duration) (bool, error) {
+	var claimed bool
+	err := tx.NewRaw(`INSERT INTO ? AS k (principal, key, request_hash, state, locked_at, created_at)
 		VALUES (?, ?, ?, 'in_flight', clock_timestamp(), now())
 		ON CONFLICT (principal, key) DO UPDATE
 		SET request_hash = EXCLUDED.request_hash, state = 'in_flight', response_status = NULL,
@@ -55,25 +69,25 @@ func (s store) acquire(ctx context.Context, k keyRef, hash []byte, ttl, abandon 
 		WHERE k.created_at < now() - make_interval(secs => ?)
 			OR (k.state = 'in_flight' AND k.locked_at < now() - make_interval(secs => ?)
 				AND k.request_hash = EXCLUDED.request_hash)
-		RETURNING locked_at`,
-		bun.Ident(s.table), k.principal, k.key, hash, ttl.Seconds(), abandon.Seconds()).Scan(ctx, &token)
+		RETURNING true`,
+		bun.Ident(s.table), k.principal, k.key, hash, ttl.Seconds(), abandon.Seconds()).Scan(ctx, &claimed)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return time.Time{}, false, nil
+		return false, nil
 	case err != nil:
-		return time.Time{}, false, fmt.Errorf("idempotency: claim key: %w", err)
+		return false, fmt.Errorf("idempotency: claim key: %w", err)
 	}
-	return token, true, nil
+	return claimed, nil
 }
 
 // lookup returns the unexpired record of k, or false when there is none.
-func (s store) lookup(ctx context.Context, k keyRef, ttl time.Duration) (record, bool, error) {
+func (s store) lookup(ctx context.Context, db bun.IDB, k keyRef, ttl time.Duration) (record, bool, error) {
 	var (
 		r       record
 		status  sql.NullInt32
 		headers []byte
 	)
-	err := s.db.NewRaw(`SELECT request_hash, state, response_status, response_headers, response_body
+	err := db.NewRaw(`SELECT request_hash, state, response_status, response_headers, response_body
 		FROM ? WHERE principal = ? AND key = ? AND created_at >= now() - make_interval(secs => ?)`,
 		bun.Ident(s.table), k.principal, k.key, ttl.Seconds()).
 		Scan(ctx, &r.hash, &r.state, &status, &headers, &r.body)
@@ -92,29 +106,18 @@ func (s store) lookup(ctx context.Context, k keyRef, ttl time.Duration) (record,
 	return r, true, nil
 }
 
-// complete stores the response of the request holding token. It reports false when
-// the key is no longer held by that request (it was taken over).
-func (s store) complete(ctx context.Context, k keyRef, token time.Time, status int, headers http.Header, body []byte) (bool, error) {
+// complete stores the response of the request that claimed k in tx.
+func (s store) complete(ctx context.Context, tx bun.Tx, k keyRef, status int, headers http.Header, body []byte) error {
 	encoded, err := json.Marshal(headers)
 	if err != nil {
-		return false, fmt.Errorf("idempotency: encode headers: %w", err)
+		return fmt.Errorf("idempotency: encode headers: %w", err)
 	}
-	res, err := s.db.NewRaw(`UPDATE ? SET state = 'done', response_status = ?,
+	_, err = tx.NewRaw(`UPDATE ? SET state = 'done', response_status = ?,
 			response_headers = ?::jsonb, response_body = ?
-		WHERE principal = ? AND key = ? AND state = 'in_flight' AND locked_at = ?`,
-		bun.Ident(s.table), status, string(encoded), body, k.principal, k.key, token).Exec(ctx)
+		WHERE principal = ? AND key = ?`,
+		bun.Ident(s.table), status, string(encoded), body, k.principal, k.key).Exec(ctx)
 	if err != nil {
-		return false, fmt.Errorf("idempotency: store response: %w", err)
-	}
-	return affected(res)
-}
-
-// release deletes the key held by token, so a retry can run the request again.
-func (s store) release(ctx context.Context, k keyRef, token time.Time) error {
-	_, err := s.db.NewRaw(`DELETE FROM ? WHERE principal = ? AND key = ? AND state = 'in_flight' AND locked_at = ?`,
-		bun.Ident(s.table), k.principal, k.key, token).Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("idempotency: release key: %w", err)
+		return fmt.Errorf("idempotency: store response: %w", err)
 	}
 	return nil
 }
@@ -140,12 +143,4 @@ func (s store) purge(ctx context.Context, olderThan time.Duration) (int64, error
 			return total, nil
 		}
 	}
-}
-
-func affected(res sql.Result) (bool, error) {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("idempotency: rows affected: %w", err)
-	}
-	return n == 1, nil
 }
