@@ -56,6 +56,11 @@ func TestDispatcherDeliversWhileTheAPIPoolIsExhausted(t *testing.T) {
 	invoiceID := issueInvoice(t, api, clerk)
 	require.Equal(t, "invoice.issued:"+invoiceID, receive(t, received), "delivery works")
 
+	// The observer asks pg_stat_activity outside any transaction: inside one it would
+	// see a snapshot taken at its first look.
+	observer, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = observer.Close(ctx) })
 	// A long transaction locks the invoice; payments queue behind it, one per API
 	// connection, until the pool is empty.
 	holder, err := pgx.Connect(ctx, dbURL)
@@ -74,22 +79,19 @@ func TestDispatcherDeliversWhileTheAPIPoolIsExhausted(t *testing.T) {
 	}
 	waiting := func() int {
 		var n int
-		require.NoError(t, holder.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		require.NoError(t, observer.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
 		return n
 	}
 	require.Eventually(t, func() bool { return waiting() == 2 }, 10*time.Second, 10*time.Millisecond,
 		"both API connections wait on the lock")
 
-	other, err := pgx.Connect(ctx, dbURL)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = other.Close(ctx) })
 	key := "invoice.issued:" + uuid.NewString()
-	_, err = other.Exec(ctx, `INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination,
+	_, err = observer.Exec(ctx, `INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination,
 		aggregate_key, aggregate_seq) VALUES (gen_random_uuid(), 'invoice.issued', '{}', $1, $2, $3, 1)`,
 		key, logistics.URL+"/webhooks/finance", uuid.NewString())
 	require.NoError(t, err)
-	_, err = other.Exec(ctx, `SELECT pg_notify('finance_outbox', '')`)
+	_, err = observer.Exec(ctx, `SELECT pg_notify('finance_outbox', '')`)
 	require.NoError(t, err)
 	require.Equal(t, key, receive(t, received), "delivered with the API's pool exhausted")
 	require.Equal(t, 2, waiting(), "the API's pool was still exhausted")
