@@ -78,8 +78,9 @@ func (s *Signer) Sign(id string, ts time.Time, body []byte) (string, error) {
 	return strings.Join(sigs, " "), nil
 }
 
-// SetHeaders signs body and sets the three Standard Webhooks headers on h. It returns
-// ErrInvalidID, setting nothing, when Sign refuses id.
+// SetHeaders signs body and sets the webhook-id, webhook-timestamp and
+// webhook-signature headers on h. It returns ErrInvalidID, setting nothing, when Sign
+// refuses id.
 func (s *Signer) SetHeaders(h http.Header, id string, ts time.Time, body []byte) error {
 	sig, err := s.Sign(id, ts, body)
 	if err != nil {
