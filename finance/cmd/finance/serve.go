@@ -35,6 +35,11 @@ import (
 // cores: 8 connections moved about twice the events of 32).
 const defaultDBMaxConns = 8
 
+// dispatchDBConns is the dispatcher's own pool: its LISTEN connection, and four for
+// claims, settlements and the circuit. Apart from the API's pool, so requests that
+// take every API connection cannot stop deliveries.
+const dispatchDBConns = 5
+
 // serve runs the HTTP API and the dispatcher until ctx ends, then drains both.
 func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	log := logging.New(logOut, "finance", cfg.LogLevel)
@@ -76,16 +81,23 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 		return err
 	}
 	metrics.Register(e, oc.Metrics)
+	var d *delivery.Dispatcher
+	if cfg.DispatchOn {
+		dispatchDB, err := pgdb.Open(ctx, cfg.DatabaseURL, dispatchDBConns)
+		if err != nil {
+			return err
+		}
+		defer dispatchDB.Close()
+		if d, err = newDispatcher(dispatchDB, cfg, log, oc.Observer); err != nil {
+			return err
+		}
+	}
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		return httpserver.Serve(ctx, cfg.HTTPAddr, e, httpserver.Timeouts{}, 10*time.Second, log)
 	})
-	if cfg.DispatchOn {
-		d, err := newDispatcher(db, cfg, log, oc.Observer)
-		if err != nil {
-			return err
-		}
+	if d != nil {
 		g.Go(func() error { return d.Run(ctx) })
 	}
 	for _, r := range oc.Runners {

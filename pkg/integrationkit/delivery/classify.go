@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -43,8 +44,9 @@ type Decision struct {
 // outcome table: 2xx delivered; 408, 409, 425, 5xx, timeouts and connection errors
 // retried and counted; 429 with Retry-After retried at that time without spending the
 // budget (without it, like a 5xx); 401/403 retried, counted and paged; 3xx and every
-// other 4xx dead-lettered at once. A Retry-After on 409, 429 or 503 sets the next try,
-// bounded to [1 s, 1 h].
+// other 4xx dead-lettered at once; a refused destination or an invalid server
+// certificate dead-lettered at once and paged. A Retry-After on 409, 429 or 503 sets
+// the next try, bounded to [1 s, 1 h].
 func Classify(status int, h http.Header, err error, now time.Time) Decision {
 	if err != nil {
 		return classifyError(err)
@@ -74,27 +76,36 @@ func Classify(status int, h http.Header, err error, now time.Time) Decision {
 // dead-lettered with reason blocked_destination and never retried.
 type BlockedError = egress.BlockedError
 
+// classifyError decides on a transport error. Two are configuration errors that no
+// retry can cure, so they are dead-lettered at once and paged: a destination the
+// egress guard refuses, and a server certificate that fails verification (unknown
+// authority, wrong host name, expired). Every other error is retried and counted.
 func classifyError(err error) Decision {
-	var blocked *BlockedError
-	if errors.As(err, &blocked) {
-		return Decision{Action: DeadLetter, Page: true, Reason: "blocked_destination"}
+	switch class := ErrorClass(err); class {
+	case "blocked_destination", "tls_certificate":
+		return Decision{Action: DeadLetter, Page: true, Reason: class}
+	default:
+		return Decision{Action: Retry, Counted: true, Reason: class}
 	}
-	return Decision{Action: Retry, Counted: true, Reason: ErrorClass(err)}
 }
 
 // ErrorClass names a transport error for the attempt log: blocked_destination,
-// timeout, dns_error, connection_refused, connection_reset or connection_error.
+// tls_certificate, dns_error (the lookup failed or timed out), timeout,
+// connection_refused, connection_reset or connection_error.
 func ErrorClass(err error) string {
 	var dnsErr *net.DNSError
 	var netErr net.Error
 	var blocked *BlockedError
+	var certErr *tls.CertificateVerificationError
 	switch {
 	case errors.As(err, &blocked):
 		return "blocked_destination"
-	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
-		return "timeout"
+	case errors.As(err, &certErr):
+		return "tls_certificate"
 	case errors.As(err, &dnsErr):
 		return "dns_error"
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
+		return "timeout"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection_refused"
 	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):

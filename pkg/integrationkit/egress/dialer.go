@@ -18,6 +18,7 @@ package egress
 import (
 	"cmp"
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"strconv"
@@ -59,7 +60,8 @@ type Config struct {
 	Allow Allowlist
 	// Resolver looks up host names (default net.DefaultResolver).
 	Resolver Resolver
-	// Timeout bounds the connect to one address (default 5 s when not positive).
+	// Timeout bounds the name lookup, and then the connect to each address (default
+	// 5 s when not positive).
 	Timeout time.Duration
 	// KeepAlive is the TCP keep-alive period (default 30 s when not positive).
 	KeepAlive time.Duration
@@ -105,7 +107,8 @@ type destination struct {
 // DialContext connects to addr ("host:port") over network ("tcp", "tcp4" or "tcp6"),
 // with the signature of net.Dialer.DialContext and http.Transport.DialContext. Every
 // address the host resolves to must pass the policy, or none is dialed; they are then
-// tried one after another in the resolver's order.
+// tried one after another in the resolver's order. A lookup that fails, or outlasts
+// the Timeout, is a *net.DNSError.
 func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	dst, err := parseDestination(network, addr)
 	if err != nil {
@@ -173,9 +176,11 @@ func (d *Dialer) resolve(ctx context.Context, network string, dst destination) (
 	if endsInNumber(dst.host) {
 		return nil, &BlockedError{Addr: dst.addr, Reason: "ambiguous_ip_notation"}
 	}
-	ips, err := d.resolver.LookupNetIP(ctx, "ip"+network[len("tcp"):], dst.host)
+	lookupCtx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	ips, err := d.resolver.LookupNetIP(lookupCtx, "ip"+network[len("tcp"):], dst.host)
 	if err != nil {
-		return nil, err
+		return nil, dnsError(dst.host, err)
 	}
 	if len(ips) == 0 {
 		return nil, &net.DNSError{Err: "no such host", Name: dst.host, IsNotFound: true}
@@ -184,6 +189,16 @@ func (d *Dialer) resolve(ctx context.Context, network string, dst destination) (
 		ips[i] = ip.WithZone("").Unmap()
 	}
 	return ips, nil
+}
+
+// dnsError is err as a *net.DNSError, the type a caller classifies lookups by,
+// whatever resolver produced it; the original error stays in its chain.
+func dnsError(host string, err error) error {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return err
+	}
+	return &net.DNSError{Err: err.Error(), Name: host, IsTimeout: errors.Is(err, context.DeadlineExceeded), UnwrapErr: err}
 }
 
 // check applies the policy to one address of dst.

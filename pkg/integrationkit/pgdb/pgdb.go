@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,11 @@ import (
 // statement for almost every query — two round trips and about twice the CPU on
 // both sides, for plans that are never reused. Fixed statements that run per event go
 // through Prepared instead.
+//
+// Every connection ends a transaction left idle for IdleInTransactionTimeout (unless
+// the URL names idle_in_transaction_session_timeout itself): a handler that forgets to
+// commit must not hold its locks and the vacuum horizon for good. The setting is made
+// with SET on connect, not as a startup parameter, which poolers may refuse.
 func Open(ctx context.Context, url string, maxConns int) (*bun.DB, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -33,7 +39,11 @@ func Open(ctx context.Context, url string, maxConns int) (*bun.DB, error) {
 	if !strings.Contains(url, "default_query_exec_mode") {
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
-	sqldb := stdlib.OpenDB(*cfg)
+	var opts []stdlib.OptionOpenDB
+	if !strings.Contains(url, "idle_in_transaction_session_timeout") {
+		opts = append(opts, stdlib.OptionAfterConnect(setIdleInTransactionTimeout))
+	}
+	sqldb := stdlib.OpenDB(*cfg, opts...)
 	if maxConns > 0 {
 		sqldb.SetMaxOpenConns(maxConns)
 		sqldb.SetMaxIdleConns(maxConns)
@@ -46,6 +56,19 @@ func Open(ctx context.Context, url string, maxConns int) (*bun.DB, error) {
 		return nil, errors.Join(fmt.Errorf("ping database: %w", err), db.Close())
 	}
 	return db, nil
+}
+
+// IdleInTransactionTimeout is how long Open's connections let a transaction sit idle
+// before PostgreSQL ends the session.
+const IdleInTransactionTimeout = time.Minute
+
+func setIdleInTransactionTimeout(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, "SET idle_in_transaction_session_timeout = "+
+		strconv.FormatInt(IdleInTransactionTimeout.Milliseconds(), 10))
+	if err != nil {
+		return fmt.Errorf("set idle_in_transaction_session_timeout: %w", err)
+	}
+	return nil
 }
 
 // PostgreSQL SQLSTATE codes the kit and the services act on.

@@ -2,12 +2,14 @@ package webhook_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"handoff/pkg/integrationkit/webhook"
 )
@@ -49,7 +51,10 @@ func oracle(h http.Header, b []byte) bool {
 	if err != nil || ts < now.Unix()-300 || ts > now.Unix()+300 {
 		return false
 	}
-	want, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(webhook.NewSigner([][]byte{current}).Sign(id, time.Unix(ts, 0), b), "v1,"))
+	m := hmac.New(sha256.New, current)
+	fmt.Fprintf(m, "%s.%d.", id, ts)
+	m.Write(b)
+	want := m.Sum(nil)
 	for sig := range strings.FieldsSeq(sigs) {
 		raw, ok := strings.CutPrefix(sig, "v1,")
 		got, err := base64.StdEncoding.DecodeString(raw)

@@ -60,20 +60,36 @@ type Signer struct{ keys [][]byte }
 // NewSigner returns a signer over keys (the first is the current one).
 func NewSigner(keys [][]byte) *Signer { return &Signer{keys: keys} }
 
-// Sign returns the webhook-signature value for one message.
-func (s *Signer) Sign(id string, ts time.Time, body []byte) string {
+// ErrInvalidID refuses a message id that is empty or contains '.', the separator of
+// the signed content "id.timestamp.body": such an id would let the same bytes be read
+// as another id and timestamp.
+var ErrInvalidID = errors.New("webhook id must be non-empty and contain no '.'")
+
+// Sign returns the webhook-signature value for one message, or ErrInvalidID. The
+// timestamp is signed in whole seconds, so it never contains a '.' either.
+func (s *Signer) Sign(id string, ts time.Time, body []byte) (string, error) {
+	if id == "" || strings.Contains(id, ".") {
+		return "", ErrInvalidID
+	}
 	sigs := make([]string, 0, len(s.keys))
 	for _, k := range s.keys {
 		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(mac(k, id, ts.Unix(), body)))
 	}
-	return strings.Join(sigs, " ")
+	return strings.Join(sigs, " "), nil
 }
 
-// SetHeaders signs body and sets the three Standard Webhooks headers on h.
-func (s *Signer) SetHeaders(h http.Header, id string, ts time.Time, body []byte) {
+// SetHeaders signs body and sets the webhook-id, webhook-timestamp and
+// webhook-signature headers on h. It returns ErrInvalidID, setting nothing, when Sign
+// refuses id.
+func (s *Signer) SetHeaders(h http.Header, id string, ts time.Time, body []byte) error {
+	sig, err := s.Sign(id, ts, body)
+	if err != nil {
+		return err
+	}
 	h.Set(HeaderID, id)
 	h.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	h.Set(HeaderSignature, s.Sign(id, ts, body))
+	h.Set(HeaderSignature, sig)
+	return nil
 }
 
 func mac(key []byte, id string, ts int64, body []byte) []byte {
