@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,15 +31,37 @@ func paidEvent(invoiceID string, seq int) (key string, body []byte) {
 	return "invoice.paid:" + invoiceID + ":pay-1", b
 }
 
-// signed returns the headers of a correctly signed webhook request.
+// signed returns the headers of a correctly signed webhook request: the key is the
+// signed webhook-id, or, for a key that cannot be one, another id.
 func signed(key string, body []byte) []string {
 	h := http.Header{}
-	webhook.NewSigner([][]byte{harness.SecretKey}).SetHeaders(h, "msg_"+strings.ReplaceAll(uuid.NewString(), "-", ""), time.Now(), body)
+	signer := webhook.NewSigner([][]byte{harness.SecretKey})
+	if signer.SetHeaders(h, key, time.Now(), body) != nil {
+		_ = signer.SetHeaders(h, "msg_"+strings.ReplaceAll(uuid.NewString(), "-", ""), time.Now(), body)
+	}
 	return []string{
 		"X-Idempotency-Key", key, "X-Attempt", "1",
 		webhook.HeaderID, h.Get(webhook.HeaderID), webhook.HeaderTimestamp, h.Get(webhook.HeaderTimestamp),
 		webhook.HeaderSignature, h.Get(webhook.HeaderSignature),
 	}
+}
+
+// A captured signed delivery replayed within the tolerance under a new
+// X-Idempotency-Key is 401 and stores nothing; the genuine one still applies once.
+func TestReplayUnderANewKeyIs401(t *testing.T) {
+	t.Parallel()
+	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
+	invoiceID := uuid.NewString()
+	key, body := paidEvent(invoiceID, 2)
+	captured := signed(key, body)
+	forged := slices.Clone(captured)
+	forged[1] = "invoice.paid:" + invoiceID + ":pay-forged"
+	r := harness.Call(t, http.MethodPost, env.Logistics.URL+"/webhooks/finance", "", body, forged...)
+	require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Body))
+	require.Zero(t, query[int](t, env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
+	r = harness.Call(t, http.MethodPost, env.Logistics.URL+"/webhooks/finance", "", body, captured...)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
 }
 
 // 24 identical signed webhooks at the same instant on separate connections: one

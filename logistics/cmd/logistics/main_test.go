@@ -96,7 +96,7 @@ func TestServeMigratesServesAndShutsDownCleanly(t *testing.T) {
 	req.Header.Set("X-Idempotency-Key", "invoice.paid:"+inv+":pay-1")
 	keys, err := webhook.ParseSecrets(testSecret)
 	require.NoError(t, err)
-	webhook.NewSigner(keys).SetHeaders(req.Header, "msg_1", time.Now(), body)
+	require.NoError(t, webhook.NewSigner(keys).SetHeaders(req.Header, "invoice.paid:"+inv+":pay-1", time.Now(), body))
 	resp, err := client.Do(req)
 	require.NoError(t, err)
 	ack, err := io.ReadAll(resp.Body)

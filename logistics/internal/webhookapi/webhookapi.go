@@ -94,7 +94,7 @@ type Ack struct {
 }
 
 // receive checks the request in the order the contract fixes (size, media type,
-// signature, key, event), then processes it.
+// signature, key and that the key is the signed webhook-id, event), then processes it.
 func (h *Handler) receive(c echo.Context) error {
 	body, err := h.readSigned(c, MaxBodyBytes)
 	if err != nil {
@@ -103,6 +103,13 @@ func (h *Handler) receive(c echo.Context) error {
 	key, err := idempotencyKey(c.Request().Header)
 	if err != nil {
 		return err
+	}
+	if key != c.Request().Header.Get(webhook.HeaderID) {
+		// The key is signed as the webhook-id: another key is a captured delivery
+		// replayed under a key the sender never signed.
+		h.cfg.Log.WarnContext(c.Request().Context(), "webhook key is not the signed webhook-id")
+		return problem.New(http.StatusUnauthorized, "idempotency-key-not-signed",
+			"the X-Idempotency-Key must equal the signed webhook-id")
 	}
 	ev, err := parseEvent(body)
 	if err != nil {

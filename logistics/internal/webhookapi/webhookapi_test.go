@@ -189,6 +189,29 @@ func TestSignatureProblemsAre401(t *testing.T) {
 	require.Equal(t, counts{}, h.counts(t))
 }
 
+// The key is signed as the webhook-id: a captured delivery replayed within the
+// tolerance under another X-Idempotency-Key (or signed under another id) is 401 and
+// stores nothing; the genuine delivery still applies once.
+func TestKeyOtherThanTheSignedIDIs401(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	env := envelope(shipment.InvoicePaid, uuid.New(), 2)
+	body := marshal(t, env)
+	captured := h.request(t, keyOf(env), body)
+
+	replayed := h.request(t, "invoice.paid:"+uuid.NewString()+":forged", body)
+	for _, name := range []string{webhook.HeaderID, webhook.HeaderTimestamp, webhook.HeaderSignature} {
+		replayed.Header.Set(name, captured.Header.Get(name))
+	}
+	requireProblem(t, do(t, replayed), http.StatusUnauthorized, "idempotency-key-not-signed")
+	otherID := h.request(t, keyOf(env), body)
+	require.NoError(t, h.signer.SetHeaders(otherID.Header, "msg_1", time.Now(), body))
+	requireProblem(t, do(t, otherID), http.StatusUnauthorized, "idempotency-key-not-signed")
+	require.Equal(t, counts{}, h.counts(t))
+
+	requireOK(t, do(t, captured), applied)
+}
+
 func TestBodyOver1MiBIs413(t *testing.T) {
 	t.Parallel()
 	h := setup(t)

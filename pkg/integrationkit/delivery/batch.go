@@ -195,7 +195,9 @@ func (d *Dispatcher) sendBatch(ctx context.Context, recs []outbox.Record) (respo
 	req.Header.Set("User-Agent", "handoff-dispatcher/1")
 	req.Header.Set(HeaderRequestID, id.String())
 	started := time.Now()
-	d.signer.SetHeaders(req.Header, id.String(), started, body)
+	if err := d.signer.SetHeaders(req.Header, id.String(), started, body); err != nil {
+		return response{err: fmt.Errorf("sign: %w", err), started: started}, nil
+	}
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return response{err: err, started: started, duration: time.Since(started)}, nil

@@ -8,6 +8,7 @@ import (
 
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/webhook"
 )
 
 // admit asks the circuit of the records' destination whether they may be sent. When
@@ -83,12 +84,11 @@ const (
 // receiver or the path to it count toward opening it: 5xx, 408, timeouts and
 // connection errors. Every other answer (409, 425, 401, 403, other 4xx, 3xx) comes
 // from a receiver that is up and resets the streak; a 429 asks for patience and
-// neither counts nor resets, nor does a destination the egress guard refused (no
-// request reached anybody).
+// neither counts nor resets, nor does a request that never left (a destination the
+// egress guard refused, an event that could not be signed).
 func verdictOf(res response) verdict {
-	var blocked *BlockedError
 	switch {
-	case res.err != nil && errors.As(res.err, &blocked):
+	case res.err != nil && !reachedReceiver(res.err):
 		return neutral
 	case res.err != nil:
 		return failing
@@ -99,6 +99,13 @@ func verdictOf(res response) verdict {
 	default:
 		return healthy
 	}
+}
+
+// reachedReceiver reports whether a transport error came from trying the receiver,
+// rather than from refusing to send at all.
+func reachedReceiver(err error) bool {
+	var blocked *BlockedError
+	return !errors.As(err, &blocked) && !errors.Is(err, webhook.ErrInvalidID)
 }
 
 // recordCircuit feeds a request's verdict to the circuit of rec's destination.

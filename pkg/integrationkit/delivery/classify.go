@@ -12,6 +12,7 @@ import (
 
 	"handoff/pkg/integrationkit/backoff"
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/webhook"
 )
 
 // Action is what the dispatcher does with an event after one answer.
@@ -82,7 +83,7 @@ type BlockedError = egress.BlockedError
 // authority, wrong host name, expired). Every other error is retried and counted.
 func classifyError(err error) Decision {
 	switch class := ErrorClass(err); class {
-	case "blocked_destination", "tls_certificate":
+	case "blocked_destination", "tls_certificate", "unsignable_id":
 		return Decision{Action: DeadLetter, Page: true, Reason: class}
 	default:
 		return Decision{Action: Retry, Counted: true, Reason: class}
@@ -90,6 +91,7 @@ func classifyError(err error) Decision {
 }
 
 // ErrorClass names a transport error for the attempt log: blocked_destination,
+// unsignable_id (the event's key cannot be a webhook-id: nothing was sent),
 // tls_certificate, dns_error (the lookup failed or timed out), timeout,
 // connection_refused, connection_reset or connection_error.
 func ErrorClass(err error) string {
@@ -100,6 +102,8 @@ func ErrorClass(err error) string {
 	switch {
 	case errors.As(err, &blocked):
 		return "blocked_destination"
+	case errors.Is(err, webhook.ErrInvalidID):
+		return "unsignable_id"
 	case errors.As(err, &certErr):
 		return "tls_certificate"
 	case errors.As(err, &dnsErr):

@@ -125,7 +125,11 @@ func (d *Dispatcher) send(ctx context.Context, rec outbox.Record) response {
 	req.Header.Set(HeaderAttempt, strconv.Itoa(rec.Requests+1))
 	req.Header.Set(HeaderRequestID, cmp.Or(rec.CorrelationID, rec.ID.String()))
 	started := time.Now()
-	d.signer.SetHeaders(req.Header, rec.ID.String(), started, body)
+	// The key is the webhook-id, so the signature covers it and a receiver can refuse
+	// a captured delivery replayed under another key.
+	if err := d.signer.SetHeaders(req.Header, rec.IdempotencyKey, started, body); err != nil {
+		return response{err: fmt.Errorf("sign: %w", err), started: started}
+	}
 
 	resp, err := d.client.Do(req)
 	if err != nil {

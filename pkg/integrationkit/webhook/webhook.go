@@ -60,15 +60,21 @@ type Signer struct{ keys [][]byte }
 // NewSigner returns a signer over keys (the first is the current one).
 func NewSigner(keys [][]byte) *Signer { return &Signer{keys: keys} }
 
-// ErrInvalidID refuses a message id that is empty or contains '.', the separator of
-// the signed content "id.timestamp.body": such an id would let the same bytes be read
-// as another id and timestamp.
-var ErrInvalidID = errors.New("webhook id must be non-empty and contain no '.'")
+// ErrInvalidID refuses a message id that is empty or holds anything but printable
+// ASCII (so it fits a header unchanged).
+//
+// An id may contain '.', the separator of the signed content "id.timestamp.body":
+// the dispatcher signs its idempotency keys ("thing.happened:…") as ids, so the key
+// is covered by the signature. That content is still read one way only: the timestamp
+// is signed as the canonical digits of an integer, and a receiver that accepts only a
+// JSON object as body cannot be handed the same bytes split elsewhere, since any other
+// split leaves a body that starts with digits or inside a JSON value.
+var ErrInvalidID = errors.New("webhook id must be 1 or more printable ASCII characters")
 
 // Sign returns the webhook-signature value for one message, or ErrInvalidID. The
-// timestamp is signed in whole seconds, so it never contains a '.' either.
+// timestamp is signed in whole seconds.
 func (s *Signer) Sign(id string, ts time.Time, body []byte) (string, error) {
-	if id == "" || strings.Contains(id, ".") {
+	if !validID(id) {
 		return "", ErrInvalidID
 	}
 	sigs := make([]string, 0, len(s.keys))
@@ -90,6 +96,18 @@ func (s *Signer) SetHeaders(h http.Header, id string, ts time.Time, body []byte)
 	h.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
 	h.Set(HeaderSignature, sig)
 	return nil
+}
+
+func validID(id string) bool {
+	if id == "" {
+		return false
+	}
+	for i := range len(id) {
+		if id[i] < 0x20 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func mac(key []byte, id string, ts int64, body []byte) []byte {
