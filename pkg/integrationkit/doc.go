@@ -18,6 +18,9 @@
 //   - idempotency: Stripe-style Idempotency-Key middleware for echo.
 //   - problem, auth, envconf: problem+json errors, bearer tokens per role (and browser
 //     sessions sealed with them), config.
+//   - strict: request input with one meaning: JSON decoding that refuses duplicate
+//     members, case-only member matches, deep nesting and trailing data, and a check
+//     of the query parameters each route takes.
 //   - pgtest: a fresh, migrated PostgreSQL database per test.
 //   - pager: on-call alerts, deduplicated and rate-limited across replicas in
 //     PostgreSQL, sent to Slack off the delivery path.

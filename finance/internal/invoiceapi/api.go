@@ -9,6 +9,7 @@ import (
 	"handoff/finance/internal/invoice"
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/idempotency"
+	"handoff/pkg/integrationkit/strict"
 )
 
 // Role is the token role every route requires.
@@ -22,15 +23,18 @@ const Role = "clerk"
 //	POST /v1/invoices/:id/payments    record a payment
 //	POST /v1/invoices/:id/refunds     refund a paid invoice
 //
-// Authentication runs before the idempotency middleware, so keys are scoped to the
-// caller and unauthenticated requests never touch the key store.
+// A query parameter a route does not list is a 400 unknown-parameter, checked after
+// authentication. Authentication runs before the idempotency middleware, so keys are
+// scoped to the caller and unauthenticated requests never touch the key store; so does
+// the query check, so a refused query stores no answer under the key.
 func Register(g *echo.Group, svc *invoice.Service, tokens auth.Tokens, idem *idempotency.Middleware) {
 	h := handlers{svc: svc}
 	clerk := tokens.Require(Role)
 	once := idem.Handler()
-	g.POST("/v1/invoices", mapErrors(h.issue), clerk, once)
-	g.GET("/v1/invoices", mapErrors(h.list), clerk)
-	g.GET("/v1/invoices/:id", mapErrors(h.get), clerk)
-	g.POST("/v1/invoices/:id/payments", mapErrors(h.pay), clerk, once)
-	g.POST("/v1/invoices/:id/refunds", mapErrors(h.refund), clerk, once)
+	none := strict.Query()
+	g.POST("/v1/invoices", mapErrors(h.issue), clerk, none, once)
+	g.GET("/v1/invoices", mapErrors(h.list), clerk, strict.Query(filterParams...))
+	g.GET("/v1/invoices/:id", mapErrors(h.get), clerk, none)
+	g.POST("/v1/invoices/:id/payments", mapErrors(h.pay), clerk, none, once)
+	g.POST("/v1/invoices/:id/refunds", mapErrors(h.refund), clerk, none, once)
 }

@@ -14,14 +14,17 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"handoff/pkg/integrationkit/problem"
+	"handoff/pkg/integrationkit/strict"
 )
 
 // maxBodyBytes bounds a request body; an invoice of 500 long lines fits easily.
 const maxBodyBytes = 1 << 20
 
 // decodeJSON reads the body into dst strictly: a JSON media type, valid UTF-8 without
-// NUL, one object with known fields only, values of the declared types (so amounts
-// must be integers, never floats or strings) and nothing after it.
+// NUL, one object whose members are dst's fields named exactly (case included) and
+// once each at every depth, nested at most strict.MaxDepth deep, values of the
+// declared types (so amounts must be integers, never floats or strings) and nothing
+// after it.
 func decodeJSON(c echo.Context, dst any) error {
 	req := c.Request()
 	if !isJSON(req.Header.Get(echo.HeaderContentType)) {
@@ -42,13 +45,8 @@ func decodeJSON(c echo.Context, dst any) error {
 	case bytes.IndexByte(body, 0) >= 0:
 		return malformed("the body contains a NUL byte")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
+	if err := strict.Decode(body, dst); err != nil {
 		return decodeProblem(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return malformed("the body has data after the JSON object")
 	}
 	return nil
 }
@@ -62,14 +60,23 @@ func malformed(detail string) error {
 	return problem.New(http.StatusBadRequest, "malformed-json", detail)
 }
 
-// decodeProblem turns an encoding/json error into the problem that names the field.
+// decodeProblem turns a decoding error into the problem that names the field. A
+// member that is not a field, even one differing only in case, is a validation
+// failure naming it; the other refusals mean the body is not a JSON object at all.
 func decodeProblem(err error) error {
 	var (
-		syntax   *json.SyntaxError
-		typeErr  *json.UnmarshalTypeError
-		field, _ = strings.CutPrefix(err.Error(), "json: unknown field ")
+		refused *strict.Error
+		syntax  *json.SyntaxError
+		typeErr *json.UnmarshalTypeError
 	)
 	switch {
+	case errors.As(err, &refused) && refused.Reason == strict.Unknown:
+		return problem.Invalid(refused.Error(),
+			problem.FieldError{Field: refused.Field(), Detail: "is not a field of this request"})
+	case errors.As(err, &refused) && refused.Reason == strict.TrailingData:
+		return malformed("the body has data after the JSON object")
+	case errors.As(err, &refused):
+		return malformed(refused.Error())
 	case errors.As(err, &syntax):
 		return malformed(fmt.Sprintf("the body is not valid JSON (at byte %d)", syntax.Offset))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -79,9 +86,6 @@ func decodeProblem(err error) error {
 	case errors.As(err, &typeErr):
 		return problem.Invalid("a field has the wrong type",
 			problem.FieldError{Field: typeErr.Field, Detail: "must be " + describe(typeErr.Type.Kind().String())})
-	case field != err.Error():
-		return problem.Invalid("the body has an unknown field",
-			problem.FieldError{Field: strings.Trim(field, `"`), Detail: "is not a field of this request"})
 	}
 	return malformed("the body cannot be read as JSON")
 }

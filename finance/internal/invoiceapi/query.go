@@ -32,6 +32,9 @@ func decodeCursor(s string) (int64, bool) {
 	return seq, err == nil && seq > 0
 }
 
+// filterParams are the query parameters of the list; the route refuses any other.
+var filterParams = []string{"status", "customer", "limit", "cursor"}
+
 // parseFilter reads ?status=&customer=&limit=&cursor=. Values that are not even of
 // the right form are refused here; the domain checks the rest.
 func parseFilter(q url.Values) (invoice.Filter, error) {

@@ -2,8 +2,6 @@ package opsapi
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/problem"
+	"handoff/pkg/integrationkit/strict"
 )
 
 // maxBodyBytes bounds a request body; a retry filter is a few hundred bytes.
@@ -26,6 +25,9 @@ type filterQuery struct {
 	filter  outbox.Filter
 	invoice string
 }
+
+// listParams are the query parameters of the event list; the route refuses any other.
+var listParams = []string{"status", "type", "invoice_id", "from", "to", "limit", "cursor"}
 
 // parseListQuery reads ?status=&type=&invoice_id=&from=&to=&limit=&cursor=; values not
 // even of the right form are refused here, the store checks the rest.
@@ -93,8 +95,9 @@ func (r retryRequest) query() filterQuery {
 	return filterQuery{filter: f, invoice: r.InvoiceID}
 }
 
-// decodeRetry reads a retryRequest strictly: JSON, known fields only, one object. An
-// empty body is the empty filter (every failed event, up to the default limit).
+// decodeRetry reads a retryRequest strictly (strict.Decode): JSON, one object whose
+// members are its fields named exactly and once each, nothing after it. An empty body
+// is the empty filter (every failed event, up to the default limit).
 func decodeRetry(c echo.Context) (retryRequest, error) {
 	var req retryRequest
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxBodyBytes))
@@ -107,13 +110,8 @@ func decodeRetry(c echo.Context) (retryRequest, error) {
 	if mt, _, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEApplicationJSON {
 		return req, problem.New(http.StatusUnsupportedMediaType, "unsupported-media-type", "send the body as application/json")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := strict.Decode(body, &req); err != nil {
 		return req, problem.New(http.StatusBadRequest, "malformed-json", "the body is not a retry filter: "+err.Error())
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return req, problem.New(http.StatusBadRequest, "malformed-json", "the body has data after the JSON object")
 	}
 	return req, nil
 }

@@ -5,7 +5,8 @@
 //	GET /v1/ops/processed-events?invoice_id=&from=&to=&limit=&cursor=
 //
 // lists processed idempotency keys oldest first with their result and receipt time;
-// with invoice_id it also returns the invoice's shipment with its history.
+// with invoice_id it also returns the invoice's shipment with its history. Any other
+// query parameter is a 400 unknown-parameter.
 package opsapi
 
 import (
@@ -19,6 +20,7 @@ import (
 
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/problem"
+	"handoff/pkg/integrationkit/strict"
 
 	"handoff/logistics/internal/processed"
 	"handoff/logistics/internal/shipment"
@@ -53,7 +55,7 @@ func New(p Processed, s Shipments, tokens auth.Tokens) *API {
 // Register adds the routes under /v1/ops to e.
 func (a *API) Register(e *echo.Echo) {
 	g := e.Group("/v1/ops", a.tokens.Require(Role))
-	g.GET("/processed-events", a.processedEvents)
+	g.GET("/processed-events", a.processedEvents, strict.Query(queryParams...))
 }
 
 func (a *API) processedEvents(c echo.Context) error {

@@ -12,6 +12,9 @@ import (
 	"handoff/logistics/internal/processed"
 )
 
+// queryParams are the query parameters of the list; the route refuses any other.
+var queryParams = []string{"invoice_id", "from", "to", "limit", "cursor"}
+
 // parseQuery reads invoice_id, from, to (RFC 3339), limit and cursor; every bad value
 // is reported at once.
 func parseQuery(q url.Values) (processed.Filter, error) {

@@ -2,7 +2,6 @@ package warehouseapi
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -15,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"handoff/pkg/integrationkit/problem"
+	"handoff/pkg/integrationkit/strict"
 
 	"handoff/logistics/internal/shipment"
 )
@@ -29,6 +29,9 @@ const (
 	cursorPrefix = "s1:"
 	maxMoveBody  = 16 << 10
 )
+
+// listParams are the query parameters of the list; the route refuses any other.
+var listParams = []string{"state", "invoice_id", "limit", "cursor"}
 
 type listQuery struct {
 	filter shipment.Filter
@@ -105,20 +108,21 @@ type move struct {
 	version int64
 }
 
-// decodeMove reads a moveRequest: JSON, known fields only, to a known state, version ≥ 1.
+// decodeMove reads a moveRequest: JSON within maxMoveBody bytes, one object whose
+// members are its fields named exactly and once each (strict.Decode), to a known
+// state, version ≥ 1.
 func decodeMove(c echo.Context) (move, error) {
 	mt, _, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	if err != nil || mt != "application/json" {
 		return move{}, problem.New(http.StatusUnsupportedMediaType, "unsupported-media-type", "the body must be application/json")
 	}
-	dec := json.NewDecoder(io.LimitReader(c.Request().Body, maxMoveBody))
-	dec.DisallowUnknownFields()
-	var req moveRequest
-	if err := dec.Decode(&req); err != nil {
-		return move{}, problem.New(http.StatusBadRequest, "malformed-request", "the body is not a valid transition request: "+err.Error())
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxMoveBody))
+	if err != nil {
+		return move{}, problem.New(http.StatusBadRequest, "malformed-request", "the body could not be read")
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return move{}, problem.New(http.StatusBadRequest, "malformed-request", "the body has data after the JSON object")
+	var req moveRequest
+	if err := strict.Decode(body, &req); err != nil {
+		return move{}, problem.New(http.StatusBadRequest, "malformed-request", "the body is not a valid transition request: "+err.Error())
 	}
 	var fields []problem.FieldError
 	to := shipment.State(req.To)

@@ -14,6 +14,7 @@ import (
 
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/problem"
+	"handoff/pkg/integrationkit/strict"
 
 	"handoff/logistics/internal/shipment"
 )
@@ -39,12 +40,13 @@ func New(shipments Shipments, tokens auth.Tokens) *API {
 	return &API{shipments: shipments, tokens: tokens}
 }
 
-// Register adds the routes under /v1/shipments to e.
+// Register adds the routes under /v1/shipments to e. A query parameter a route does
+// not list is a 400 unknown-parameter, checked after the token.
 func (a *API) Register(e *echo.Echo) {
 	g := e.Group("/v1/shipments", a.tokens.Require(Role))
-	g.GET("", a.list)
-	g.GET("/:id", a.get)
-	g.POST("/:id/transitions", a.move)
+	g.GET("", a.list, strict.Query(listParams...))
+	g.GET("/:id", a.get, strict.Query())
+	g.POST("/:id/transitions", a.move, strict.Query())
 }
 
 func (a *API) list(c echo.Context) error {

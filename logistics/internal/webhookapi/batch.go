@@ -1,12 +1,10 @@
 package webhookapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 
@@ -86,19 +84,14 @@ func (h *Handler) receiveBatch(c echo.Context) error {
 }
 
 // parseBatch returns the items of a batch body: exactly one JSON object whose items
-// array holds 1 to maxItems elements. Anything else is a 400 for the whole request.
+// array holds 1 to maxItems elements, its members named once and exactly. Anything
+// else is a 400 for the whole request. The items are left raw: each is checked on its
+// own, so a fault inside one spoils only that one.
 func parseBatch(body []byte, maxItems int) ([]json.RawMessage, error) {
 	var req struct {
 		Items []json.RawMessage `json:"items"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	err := dec.Decode(&req)
-	if err == nil {
-		if _, tok := dec.Token(); !errors.Is(tok, io.EOF) {
-			err = errors.New("data after the JSON object")
-		}
-	}
-	if err != nil {
+	if err := extensible.Decode(body, &req); err != nil {
 		return nil, problem.Newf(http.StatusBadRequest, "malformed-batch",
 			`the body must be one JSON object {"items":[...]}: %v`, err)
 	}
@@ -117,9 +110,11 @@ func parseBatch(body []byte, maxItems int) ([]json.RawMessage, error) {
 // answer; any other error fails the whole request.
 func parseItem(raw json.RawMessage) (string, event, error) {
 	var it batchItem
-	if !isObject(raw) || json.Unmarshal(raw, &it) != nil {
-		return it.IdempotencyKey, event{}, problem.New(http.StatusBadRequest, "malformed-item",
-			"an item must be an object with a string idempotency_key and an event object")
+	if !isObject(raw) {
+		return "", event{}, badItem("it is not an object")
+	}
+	if err := extensible.Decode(raw, &it); err != nil {
+		return it.IdempotencyKey, event{}, badItem(err.Error())
 	}
 	if len(it.Event) > MaxBodyBytes {
 		return it.IdempotencyKey, event{}, tooLarge(MaxBodyBytes)
@@ -133,6 +128,13 @@ func parseItem(raw json.RawMessage) (string, event, error) {
 	}
 	ev.IdempotencyKey = it.IdempotencyKey
 	return it.IdempotencyKey, ev, nil
+}
+
+// badItem is the answer to an item that is not one object holding a string
+// idempotency_key and an event; why says what is wrong with it.
+func badItem(why string) *problem.Problem {
+	return problem.New(http.StatusBadRequest, "malformed-item",
+		"an item must be an object with a string idempotency_key and an event object: "+why)
 }
 
 // processBatch applies evs, the valid items at positions idx of the request, in one

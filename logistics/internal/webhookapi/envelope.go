@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"handoff/pkg/integrationkit/inbox"
 	"handoff/pkg/integrationkit/problem"
+	"handoff/pkg/integrationkit/strict"
 
 	"handoff/logistics/internal/shipment"
 )
@@ -54,23 +54,29 @@ const (
 
 var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
 
+// extensible decodes finance's documents: members finance may add are admitted, a
+// member matching a field only case-insensitively is not.
+var extensible = strict.Decoder{AllowUnknown: true}
+
 // parseEvent validates body as an invoice event envelope. Any error is a 400
 // problem: the body is not valid UTF-8, holds a NUL (raw or escaped), is not exactly
-// one JSON object, or misses or mistypes a field. The hash covers the envelope's
-// fields in canonical form, so transport details (headers, attempt numbers,
-// whitespace, key order) never make a retry look like a different request.
+// one JSON object, names a member twice at any depth, nests deeper than
+// strict.MaxDepth, names a member that matches a field only case-insensitively, or
+// misses or mistypes a field. The hash covers the envelope's fields in canonical
+// form, so transport details (headers, attempt numbers, whitespace, key order) never
+// make a retry look like a different request.
 func parseEvent(body []byte) (event, error) {
 	root, err := decodeTree(body)
 	if err != nil {
 		return event{}, problem.New(http.StatusBadRequest, slugMalformed, err.Error())
 	}
 	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil {
+	if err := extensible.Decode(body, &env); err != nil {
 		return event{}, typeProblem("", err)
 	}
 	var data eventData
 	if isObject(env.Data) {
-		if err := json.Unmarshal(env.Data, &data); err != nil {
+		if err := extensible.Decode(env.Data, &data); err != nil {
 			return event{}, typeProblem("data.", err)
 		}
 	}
@@ -88,7 +94,8 @@ func parseEvent(body []byte) (event, error) {
 	return ev, nil
 }
 
-// decodeTree parses body as exactly one JSON object whose strings and keys hold no NUL.
+// decodeTree parses body as exactly one JSON object, each member named once and nested
+// at most strict.MaxDepth deep, whose strings and keys hold no NUL.
 func decodeTree(body []byte) (map[string]any, error) {
 	if !utf8.Valid(body) {
 		return nil, errors.New("the body is not valid UTF-8")
@@ -96,14 +103,14 @@ func decodeTree(body []byte) (map[string]any, error) {
 	if bytes.IndexByte(body, 0) >= 0 {
 		return nil, errors.New("the body contains a NUL byte")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
 	var root map[string]any
-	if err := dec.Decode(&root); err != nil {
+	err := strict.Decoder{UseNumber: true}.Decode(body, &root)
+	var refused *strict.Error
+	switch {
+	case errors.As(err, &refused):
+		return nil, err
+	case err != nil:
 		return nil, fmt.Errorf("the body is not a JSON object: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("the body has data after the JSON object")
 	}
 	if root == nil {
 		return nil, errors.New("the body is not a JSON object")
@@ -134,12 +141,19 @@ func hasNUL(v any) bool {
 	return false
 }
 
-// typeProblem reports a field of the wrong JSON type; prefix names the enclosing object.
+// typeProblem reports a field of the wrong JSON type or a member in the wrong case;
+// prefix names the enclosing object.
 func typeProblem(prefix string, err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return problem.Invalid("the event is invalid",
 			problem.FieldError{Field: prefix + te.Field, Detail: "must not be a JSON " + te.Value})
+	}
+	var refused *strict.Error
+	if errors.As(err, &refused) {
+		placed := *refused
+		placed.Path = strings.TrimSuffix(prefix+refused.Path, ".")
+		err = &placed
 	}
 	return problem.New(http.StatusBadRequest, slugMalformed, err.Error())
 }

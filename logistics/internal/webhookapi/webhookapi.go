@@ -19,6 +19,7 @@ import (
 
 	"handoff/pkg/integrationkit/inbox"
 	"handoff/pkg/integrationkit/problem"
+	"handoff/pkg/integrationkit/strict"
 	"handoff/pkg/integrationkit/webhook"
 
 	"handoff/logistics/internal/shipment"
@@ -94,7 +95,8 @@ type Ack struct {
 }
 
 // receive checks the request in the order the contract fixes (size, media type,
-// signature, key and that the key is the signed webhook-id, event), then processes it.
+// signature, query, key and that the key is the signed webhook-id, event), then
+// processes it.
 func (h *Handler) receive(c echo.Context) error {
 	body, err := h.readSigned(c, MaxBodyBytes)
 	if err != nil {
@@ -123,8 +125,9 @@ func (h *Handler) receive(c echo.Context) error {
 	return c.JSON(http.StatusOK, ack)
 }
 
-// readSigned reads a body of at most limit bytes, then checks its media type and its
-// signature: the whole-request checks both endpoints make first, in that order.
+// readSigned reads a body of at most limit bytes, then checks its media type, its
+// signature (over the body exactly as received) and that the URL has no query
+// parameters: the whole-request checks both endpoints make first, in that order.
 func (h *Handler) readSigned(c echo.Context, limit int64) ([]byte, error) {
 	body, err := readBody(c, limit)
 	if err != nil {
@@ -136,6 +139,9 @@ func (h *Handler) readSigned(c echo.Context, limit int64) ([]byte, error) {
 	if err := h.cfg.Verifier.Verify(c.Request().Header, body); err != nil {
 		h.cfg.Log.WarnContext(c.Request().Context(), "webhook signature rejected", "err", err)
 		return nil, problem.New(http.StatusUnauthorized, "invalid-signature", err.Error())
+	}
+	if err := strict.CheckQuery(c.Request().URL.RawQuery); err != nil {
+		return nil, err
 	}
 	return body, nil
 }
