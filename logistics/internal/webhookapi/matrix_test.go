@@ -12,26 +12,26 @@ import (
 	"handoff/logistics/internal/shipment"
 )
 
-// A duplicated JSON key is read as its last value, the same way for the event that is
-// applied and for the fingerprint that detects a reused key: a retry without the
-// duplicate is a duplicate, and one whose last value differs is a reused key.
-func TestDuplicateJSONKeysReadAsTheLastValue(t *testing.T) {
+// A duplicated JSON member, in the envelope or in its data, is a 400 that stores
+// nothing, so the sender's corrected delivery under the same key still applies.
+func TestDuplicateJSONMembersAre400(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
 	env := envelope(shipment.InvoicePaid, uuid.New(), 2)
 	plain := marshal(t, env)
-	doubled := bytes.Replace(plain, []byte(`"total_minor":12000`), []byte(`"total_minor":99,"total_minor":12000`), 1)
-	require.NotEqual(t, plain, doubled)
-
-	requireOK(t, do(t, h.request(t, keyOf(env), doubled)), applied)
-	requireOK(t, do(t, h.request(t, keyOf(env), plain)), duplicate)
-	otherLast := bytes.Replace(plain, []byte(`"total_minor":12000`), []byte(`"total_minor":12000,"total_minor":99`), 1)
-	requireProblem(t, do(t, h.request(t, keyOf(env), otherLast)), http.StatusUnprocessableEntity, "idempotency-key-reused")
-	require.Equal(t, counts{processed: 1, shipments: 1, history: 1}, h.counts(t))
+	for _, doubled := range [][]byte{
+		bytes.Replace(plain, []byte(`"total_minor":12000`), []byte(`"total_minor":99,"total_minor":12000`), 1),
+		bytes.Replace(plain, []byte(`"sequence":2`), []byte(`"sequence":2,"sequence":2`), 1),
+	} {
+		require.NotEqual(t, plain, doubled)
+		requireProblem(t, do(t, h.request(t, keyOf(env), doubled)), http.StatusBadRequest, "malformed-event")
+	}
+	require.Equal(t, counts{}, h.counts(t))
+	requireOK(t, do(t, h.request(t, keyOf(env), plain)), applied)
 }
 
-// Nesting is bounded by the 1 MiB body and by encoding/json's 10,000 levels: 100
-// levels inside an event are accepted, 10,001 are a 400 that stores nothing.
+// Nesting is bounded at 64 levels: 64 inside an event are accepted, 65 are a 400 that
+// stores nothing.
 func TestDeepNestingIsBounded(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
@@ -41,8 +41,8 @@ func TestDeepNestingIsBounded(t *testing.T) {
 		note := `"note":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `,`
 		return bytes.Replace(raw, []byte(`"currency"`), []byte(note+`"currency"`), 1)
 	}
-	requireOK(t, do(t, h.request(t, "invoice.paid:deep-100", nested(100))), applied)
-	r := do(t, h.request(t, "invoice.paid:deep-10001", nested(10_001)))
+	requireOK(t, do(t, h.request(t, "invoice.paid:deep-62", nested(62))), applied)
+	r := do(t, h.request(t, "invoice.paid:deep-65", nested(65)))
 	requireProblem(t, r, http.StatusBadRequest, "malformed-event")
 	require.Equal(t, counts{processed: 1, shipments: 1, history: 1}, h.counts(t))
 }
