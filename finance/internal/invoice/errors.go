@@ -14,13 +14,14 @@ var (
 	ErrAlreadyPaid = errors.New("invoice is already paid")
 	// ErrAmountExceedsBalance: a payment larger than what remains to be paid.
 	ErrAmountExceedsBalance = errors.New("payment amount exceeds the invoice balance")
-	// ErrPaymentExists: the payment id was already used, on this or another invoice.
+	// ErrPaymentExists: the payment id is already recorded for another invoice or
+	// another amount.
 	ErrPaymentExists = errors.New("payment id already exists")
 	// ErrNotPaid: a refund for an invoice that is not paid.
 	ErrNotPaid = errors.New("invoice is not paid")
 	// ErrAlreadyRefunded: a refund for an invoice that is already refunded.
 	ErrAlreadyRefunded = errors.New("invoice is already refunded")
-	// ErrRefundExists: the refund id was already used, on this or another invoice.
+	// ErrRefundExists: the refund id is already recorded for another invoice.
 	ErrRefundExists = errors.New("refund id already exists")
 )
 

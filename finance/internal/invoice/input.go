@@ -42,14 +42,16 @@ type NewLine struct {
 	UnitPriceMinor int64
 }
 
-// NewPayment is a payment to record. PaymentID makes retries safe: a second payment
-// with the same id is refused.
+// NewPayment is a payment to record. PaymentID is its natural key, which makes
+// retries safe: the same id again with the same invoice and amount is the payment
+// already recorded, with another invoice or amount it is refused.
 type NewPayment struct {
 	PaymentID   string
 	AmountMinor int64
 }
 
-// NewRefund is a refund to record; the amount is what was paid.
+// NewRefund is a refund to record; the amount is what was paid. RefundID is its
+// natural key: the same id again for the same invoice is the refund already recorded.
 type NewRefund struct {
 	RefundID string
 	Reason   string
