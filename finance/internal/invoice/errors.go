@@ -52,6 +52,13 @@ func (fe *fieldErrors) add(field, detail string) {
 	*fe = append(*fe, FieldError{Field: field, Detail: detail})
 }
 
+// check adds field with err's text (a package wire check's), unless err is nil.
+func (fe *fieldErrors) check(field string, err error) {
+	if err != nil {
+		fe.add(field, err.Error())
+	}
+}
+
 // err returns a *ValidationError, or nil when every field was valid.
 func (fe fieldErrors) err() error {
 	if len(fe) == 0 {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,6 +15,7 @@ import (
 
 	"handoff/pkg/integrationkit/inbox"
 	"handoff/pkg/integrationkit/problem"
+	"handoff/pkg/integrationkit/wire"
 
 	"handoff/logistics/internal/shipment"
 )
@@ -47,12 +47,7 @@ type event struct {
 	shipment.Event
 }
 
-const (
-	maxText       = 255
-	slugMalformed = "malformed-event"
-)
-
-var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
+const slugMalformed = "malformed-event"
 
 // parseEvent validates body as an invoice event envelope. Any error is a 400
 // problem: the body is not valid UTF-8, holds a NUL (raw or escaped), is not exactly
@@ -146,6 +141,9 @@ func typeProblem(prefix string, err error) error {
 
 func isObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
 
+// validate checks the envelope and its data. The values finance takes from its
+// callers are checked with package wire's rules, which finance applies to that input,
+// so an event of input finance accepted is never refused here.
 func validate(env envelope, data eventData) (event, []problem.FieldError) {
 	var v validator
 	ev := event{
@@ -153,8 +151,8 @@ func validate(env envelope, data eventData) (event, []problem.FieldError) {
 		Event: shipment.Event{
 			Type:          shipment.EventType(env.Type),
 			InvoiceID:     v.uuid("data.invoice_id", data.InvoiceID),
-			InvoiceNumber: v.text("data.invoice_number", data.InvoiceNumber, true),
-			CustomerID:    v.text("data.customer_id", data.CustomerID, true),
+			InvoiceNumber: v.check("data.invoice_number", data.InvoiceNumber, true, wire.CheckID),
+			CustomerID:    v.check("data.customer_id", data.CustomerID, true, wire.CheckID),
 		},
 	}
 	if !ev.Type.Valid() {
@@ -171,14 +169,14 @@ func validate(env envelope, data eventData) (event, []problem.FieldError) {
 	if !isObject(env.Data) {
 		v.fail("data", "must be a JSON object")
 	}
-	if !currencyCode.MatchString(data.Currency) {
-		v.fail("data.currency", "must be an ISO 4217 code such as EUR")
+	v.check("data.currency", data.Currency, true, wire.CheckCurrency)
+	if data.TotalMinor == nil {
+		v.fail("data.total_minor", "is required")
+	} else if err := wire.CheckMinorUnits(*data.TotalMinor); err != nil {
+		v.fail("data.total_minor", err.Error())
 	}
-	if data.TotalMinor == nil || *data.TotalMinor < 0 {
-		v.fail("data.total_minor", "must be a non-negative integer (minor units)")
-	}
-	v.text("data.payment_id", data.PaymentID, ev.Type == shipment.InvoicePaid)
-	v.text("data.refund_id", data.RefundID, ev.Type == shipment.InvoiceRefunded)
+	v.check("data.payment_id", data.PaymentID, ev.Type == shipment.InvoicePaid, wire.CheckKeyID)
+	v.check("data.refund_id", data.RefundID, ev.Type == shipment.InvoiceRefunded, wire.CheckKeyID)
 	return ev, v.errs
 }
 
@@ -200,16 +198,16 @@ func (v *validator) uuid(field, s string) uuid.UUID {
 	return id
 }
 
-func (v *validator) text(field, s string, required bool) string {
+// check applies rule to s, which may be empty (absent) unless required.
+func (v *validator) check(field, s string, required bool, rule func(string) error) string {
 	switch {
 	case s == "" && required:
 		v.fail(field, "is required")
-	case len(s) > maxText:
-		v.fail(field, fmt.Sprintf("must be at most %d bytes", maxText))
-	case strings.ContainsFunc(s, isControl):
-		v.fail(field, "must not contain control characters")
+	case s == "":
+	default:
+		if err := rule(s); err != nil {
+			v.fail(field, err.Error())
+		}
 	}
 	return s
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
