@@ -42,8 +42,14 @@ type eventData struct {
 
 // event is a validated envelope with the hash that identifies its content.
 type event struct {
-	ID   uuid.UUID
+	ID uuid.UUID
+	// Hash covers the business fact: type, sequence and data (which holds the
+	// invoice), not the envelope's id or occurred_at, which a finance restored from a
+	// backup re-creates when it emits the same fact again under the same key.
 	Hash []byte
+	// PriorHash covers the whole envelope, id and occurred_at included: the form of
+	// the hash stored before Hash, compared with the records of that time.
+	PriorHash []byte
 	shipment.Event
 }
 
@@ -51,9 +57,9 @@ const slugMalformed = "malformed-event"
 
 // parseEvent validates body as an invoice event envelope. Any error is a 400
 // problem: the body is not valid UTF-8, holds a NUL (raw or escaped), is not exactly
-// one JSON object, or misses or mistypes a field. The hash covers the envelope's
-// fields in canonical form, so transport details (headers, attempt numbers,
-// whitespace, key order) never make a retry look like a different request.
+// one JSON object, or misses or mistypes a field. The hashes are of canonical forms,
+// so transport details (headers, attempt numbers, whitespace, key order) never make a
+// retry look like a different request; see event for what each covers.
 func parseEvent(body []byte) (event, error) {
 	root, err := decodeTree(body)
 	if err != nil {
@@ -73,11 +79,12 @@ func parseEvent(body []byte) (event, error) {
 	if len(fields) > 0 {
 		return event{}, problem.Invalid("the event is invalid", fields...)
 	}
-	ev.Hash, err = inbox.Hash(map[string]any{
-		"id": root["id"], "type": root["type"], "occurred_at": root["occurred_at"],
-		"sequence": root["sequence"], "data": root["data"],
-	})
-	if err != nil {
+	fact := map[string]any{"type": root["type"], "sequence": root["sequence"], "data": root["data"]}
+	if ev.Hash, err = inbox.Hash(fact); err != nil {
+		return event{}, fmt.Errorf("hash event: %w", err)
+	}
+	fact["id"], fact["occurred_at"] = root["id"], root["occurred_at"]
+	if ev.PriorHash, err = inbox.Hash(fact); err != nil {
 		return event{}, fmt.Errorf("hash event: %w", err)
 	}
 	return ev, nil
