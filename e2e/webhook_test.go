@@ -137,7 +137,8 @@ func TestBadWebhooksStoreNothing(t *testing.T) {
 		return append(out, name, value)
 	}
 	otherKey, otherBody := paidEvent(uuid.NewString(), 2)
-	_, changed := paidEvent(invoiceID, 2) // same key, new envelope id: a different payload
+	_, resent := paidEvent(invoiceID, 2) // same key and fact, new envelope id and time: a duplicate
+	changed := bytes.Replace(resent, []byte(`"total_minor":12000`), []byte(`"total_minor":12001`), 1)
 	refundBody := bytes.ReplaceAll(otherBody, []byte(`"invoice.paid"`), []byte(`"invoice.refunded"`))
 	refundBody = bytes.ReplaceAll(refundBody, []byte(`"payment_id":"pay-1"`), []byte(`"refund_id":"ref-1"`))
 	big := bytes.Repeat([]byte(" "), 1<<20+1)
@@ -148,6 +149,7 @@ func TestBadWebhooksStoreNothing(t *testing.T) {
 		headers []string
 		status  int
 	}{
+		{"same key, same fact in a new envelope", resent, signed(key, resent), http.StatusOK},
 		{"same key, different payload", changed, signed(key, changed), http.StatusUnprocessableEntity},
 		{"missing key", otherBody, with(signed(otherKey, otherBody), "X-Idempotency-Key", ""), http.StatusBadRequest},
 		{"key over 255 bytes", otherBody, signed(strings.Repeat("k", 256), otherBody), http.StatusBadRequest},

@@ -28,6 +28,9 @@ fuzz pkg/integrationkit ./webhook FuzzVerify 15000
 fuzz pkg/integrationkit ./backoff FuzzParseRetryAfter 15000
 fuzz pkg/integrationkit ./idempotency FuzzParseKey 15000
 fuzz pkg/integrationkit ./strict FuzzDecode 15000
+fuzz pkg/integrationkit ./wire FuzzContract 10000
+fuzz finance ./internal/invoice FuzzAcceptedInputFitsTheWire 5000
 fuzz logistics ./internal/webhookapi FuzzParseEvent 6000
 fuzz logistics ./internal/webhookapi FuzzIdempotencyKey 15000
+fuzz logistics ./internal/webhookapi FuzzWireValidEventIsAccepted 5000
 exit $status

@@ -15,6 +15,8 @@
 //   - egress: the SSRF guard of outgoing requests (a dialer that checks the address
 //     actually dialed, an allowlist, a hardened HTTP client).
 //   - inbox: the idempotent consumer (apply each key once, in the business transaction).
+//   - wire: the limits of every value that crosses the wire (keys, identifiers,
+//     amounts, currency codes), checked alike by the sender and the receiver.
 //   - idempotency: Stripe-style Idempotency-Key middleware for echo.
 //   - problem, auth, envconf: problem+json errors, bearer tokens per role (and browser
 //     sessions sealed with them), config.

@@ -14,13 +14,14 @@ var (
 	ErrAlreadyPaid = errors.New("invoice is already paid")
 	// ErrAmountExceedsBalance: a payment larger than what remains to be paid.
 	ErrAmountExceedsBalance = errors.New("payment amount exceeds the invoice balance")
-	// ErrPaymentExists: the payment id was already used, on this or another invoice.
+	// ErrPaymentExists: the payment id is already recorded for another invoice or
+	// another amount.
 	ErrPaymentExists = errors.New("payment id already exists")
 	// ErrNotPaid: a refund for an invoice that is not paid.
 	ErrNotPaid = errors.New("invoice is not paid")
 	// ErrAlreadyRefunded: a refund for an invoice that is already refunded.
 	ErrAlreadyRefunded = errors.New("invoice is already refunded")
-	// ErrRefundExists: the refund id was already used, on this or another invoice.
+	// ErrRefundExists: the refund id is already recorded for another invoice.
 	ErrRefundExists = errors.New("refund id already exists")
 )
 
@@ -49,6 +50,13 @@ type fieldErrors []FieldError
 
 func (fe *fieldErrors) add(field, detail string) {
 	*fe = append(*fe, FieldError{Field: field, Detail: detail})
+}
+
+// check adds field with err's text (a package wire check's), unless err is nil.
+func (fe *fieldErrors) check(field string, err error) {
+	if err != nil {
+		fe.add(field, err.Error())
+	}
 }
 
 // err returns a *ValidationError, or nil when every field was valid.

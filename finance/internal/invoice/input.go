@@ -6,18 +6,22 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"handoff/pkg/integrationkit/wire"
 )
 
-// Limits of the inputs.
+// Limits of the inputs. What an event carries to logistics (customer, payment and
+// refund ids, amounts, the currency) is checked with the rules of package wire, the
+// ones logistics applies to the events it receives, so an input finance accepts never
+// becomes an event logistics refuses.
 const (
-	// MaxAmountMinor bounds every amount, line and total (1e15 minor units), far
-	// below int64's range, so sums cannot overflow.
-	MaxAmountMinor = 1_000_000_000_000_000
+	// MaxAmountMinor bounds every amount, line and total (wire.MaxMinorUnits, 1e15
+	// minor units), far below int64's range, so sums cannot overflow.
+	MaxAmountMinor = wire.MaxMinorUnits
 	// MaxLines bounds the lines of one invoice.
 	MaxLines = 500
-	// MaxIDLength bounds customer, payment and refund ids, in characters.
-	MaxIDLength = 100
-	// MaxTextLength bounds line descriptions and refund reasons, in characters.
+	// MaxTextLength bounds line descriptions and refund reasons, in characters; they
+	// stay in finance.
 	MaxTextLength = 500
 	// DefaultLimit and MaxLimit bound one page of a list.
 	DefaultLimit = 50
@@ -42,14 +46,16 @@ type NewLine struct {
 	UnitPriceMinor int64
 }
 
-// NewPayment is a payment to record. PaymentID makes retries safe: a second payment
-// with the same id is refused.
+// NewPayment is a payment to record. PaymentID is its natural key, which makes
+// retries safe: the same id again with the same invoice and amount is the payment
+// already recorded, with another invoice or amount it is refused.
 type NewPayment struct {
 	PaymentID   string
 	AmountMinor int64
 }
 
-// NewRefund is a refund to record; the amount is what was paid.
+// NewRefund is a refund to record; the amount is what was paid. RefundID is its
+// natural key: the same id again for the same invoice is the refund already recorded.
 type NewRefund struct {
 	RefundID string
 	Reason   string
@@ -75,7 +81,7 @@ type Page struct {
 // build validates n and returns the invoice to insert, with its amounts computed.
 func (n NewInvoice) build() (Invoice, error) {
 	var fe fieldErrors
-	checkID(&fe, "customer_id", n.CustomerID)
+	fe.check("customer_id", wire.CheckID(n.CustomerID))
 	if !IsCurrency(n.Currency) {
 		fe.add("currency", "must be an active ISO 4217 currency code such as EUR")
 	}
@@ -157,7 +163,7 @@ func boundedProduct(q, p int64) (int64, bool) {
 
 func (p NewPayment) validate() error {
 	var fe fieldErrors
-	checkID(&fe, "payment_id", p.PaymentID)
+	fe.check("payment_id", wire.CheckKeyID(p.PaymentID))
 	if p.AmountMinor < 1 || p.AmountMinor > MaxAmountMinor {
 		fe.add("amount_minor", "must be between 1 and 1e15")
 	}
@@ -166,7 +172,7 @@ func (p NewPayment) validate() error {
 
 func (r NewRefund) validate() error {
 	var fe fieldErrors
-	checkID(&fe, "refund_id", r.RefundID)
+	fe.check("refund_id", wire.CheckKeyID(r.RefundID))
 	checkText(&fe, "reason", r.Reason, 0)
 	return fe.err()
 }
@@ -179,7 +185,7 @@ func (f *Filter) normalize() error {
 		fe.add("status", "must be one of issued, partially_paid, paid, refunded")
 	}
 	if f.CustomerID != "" {
-		checkID(&fe, "customer", f.CustomerID)
+		fe.check("customer", wire.CheckID(f.CustomerID))
 	}
 	if f.Limit < 0 || f.Limit > MaxLimit {
 		fe.add("limit", fmt.Sprintf("must be between 1 and %d", MaxLimit))
@@ -189,20 +195,6 @@ func (f *Filter) normalize() error {
 	}
 	f.Limit = cmp.Or(f.Limit, DefaultLimit)
 	return fe.err()
-}
-
-// checkID accepts 1 to MaxIDLength printable characters without surrounding spaces.
-func checkID(fe *fieldErrors, field, s string) {
-	switch n := utf8.RuneCountInString(s); {
-	case !utf8.ValidString(s):
-		fe.add(field, "must be valid UTF-8")
-	case n == 0 || n > MaxIDLength:
-		fe.add(field, fmt.Sprintf("must be 1 to %d characters", MaxIDLength))
-	case strings.TrimSpace(s) != s:
-		fe.add(field, "must not start or end with a space")
-	case strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
-		fe.add(field, "must contain printable characters only")
-	}
 }
 
 // checkText accepts min to MaxTextLength characters without control characters

@@ -43,7 +43,7 @@ func TestPaymentAndEventCommitTogether(t *testing.T) {
 		IdempotencyKey: "invoice.paid:" + inv.ID.String() + ":pay-1", Destination: destination, Payload: map[string]any{}})
 	require.NoError(t, err)
 
-	_, _, err = svc.Pay(ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-1", AmountMinor: total})
+	_, err = svc.Pay(ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-1", AmountMinor: total})
 	require.ErrorIs(t, err, outbox.ErrDuplicate)
 
 	got, err := svc.Get(ctx, inv.ID)

@@ -186,7 +186,34 @@ func (store) updateSettlement(ctx context.Context, db bun.IDB, inv *Invoice) err
 	return nil
 }
 
-// insertPayment records p, filling in CreatedAt; ErrPaymentExists when its id is taken.
+// payment reads the payment with id; found is false when there is none.
+func (store) payment(ctx context.Context, db bun.IDB, id string) (p Payment, found bool, err error) {
+	err = pgdb.Prepared(db).QueryRow(ctx, `SELECT payment_id, invoice_id, amount_minor, created_at
+		FROM payments WHERE payment_id = $1`, []any{id}, &p.PaymentID, &p.InvoiceID, &p.AmountMinor, &p.CreatedAt)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Payment{}, false, nil
+	case err != nil:
+		return Payment{}, false, fmt.Errorf("select payment: %w", err)
+	}
+	return p, true, nil
+}
+
+// refund reads the refund with id; found is false when there is none.
+func (store) refund(ctx context.Context, db bun.IDB, id string) (r Refund, found bool, err error) {
+	err = pgdb.Prepared(db).QueryRow(ctx, `SELECT refund_id, invoice_id, amount_minor, reason, created_at
+		FROM refunds WHERE refund_id = $1`, []any{id}, &r.RefundID, &r.InvoiceID, &r.AmountMinor, &r.Reason, &r.CreatedAt)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Refund{}, false, nil
+	case err != nil:
+		return Refund{}, false, fmt.Errorf("select refund: %w", err)
+	}
+	return r, true, nil
+}
+
+// insertPayment records p, filling in CreatedAt; ErrPaymentExists when its id is
+// taken (by a payment of another invoice committed since Pay looked it up).
 func (store) insertPayment(ctx context.Context, db bun.IDB, p *Payment) error {
 	err := pgdb.Prepared(db).QueryRow(ctx, `INSERT INTO payments (payment_id, invoice_id, amount_minor)
 		VALUES ($1, $2, $3) ON CONFLICT (payment_id) DO NOTHING RETURNING created_at`,
@@ -200,7 +227,8 @@ func (store) insertPayment(ctx context.Context, db bun.IDB, p *Payment) error {
 	return nil
 }
 
-// insertRefund records r, filling in CreatedAt; ErrRefundExists when its id is taken.
+// insertRefund records r, filling in CreatedAt; ErrRefundExists when its id is
+// taken (by a refund of another invoice committed since Refund looked it up).
 func (store) insertRefund(ctx context.Context, db bun.IDB, r *Refund) error {
 	err := db.NewRaw(`INSERT INTO refunds (refund_id, invoice_id, amount_minor, reason) VALUES (?, ?, ?, ?)
 		ON CONFLICT (refund_id) DO NOTHING RETURNING created_at`,

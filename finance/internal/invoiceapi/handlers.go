@@ -97,11 +97,12 @@ func (h handlers) pay(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	inv, pay, err := h.svc.Pay(c.Request().Context(), id, invoice.NewPayment(req))
+	res, err := h.svc.Pay(c.Request().Context(), id, invoice.NewPayment(req))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, paymentResultJSON{Invoice: newInvoiceJSON(inv), Payment: newPaymentJSON(pay)})
+	return c.JSON(createdOrReplayed(res.Replayed),
+		paymentResultJSON{Invoice: newInvoiceJSON(res.Invoice), Payment: newPaymentJSON(res.Payment)})
 }
 
 func (h handlers) refund(c echo.Context) error {
@@ -113,11 +114,21 @@ func (h handlers) refund(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	inv, ref, err := h.svc.Refund(c.Request().Context(), id, invoice.NewRefund(req))
+	res, err := h.svc.Refund(c.Request().Context(), id, invoice.NewRefund(req))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, refundResultJSON{Invoice: newInvoiceJSON(inv), Refund: newRefundJSON(ref)})
+	return c.JSON(createdOrReplayed(res.Replayed),
+		refundResultJSON{Invoice: newInvoiceJSON(res.Invoice), Refund: newRefundJSON(res.Refund)})
+}
+
+// createdOrReplayed is the status of a payment or refund: 201 when it was recorded
+// now, 200 when the same one was already recorded and nothing was written.
+func createdOrReplayed(replayed bool) int {
+	if replayed {
+		return http.StatusOK
+	}
+	return http.StatusCreated
 }
 
 func invoiceID(c echo.Context) (uuid.UUID, error) {

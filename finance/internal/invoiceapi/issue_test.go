@@ -106,7 +106,7 @@ func TestIssueRefusesInvalidInputAndWritesNothing(t *testing.T) {
 		{"empty body", ` `, "malformed-json"},
 		{"syntax error", `{"customer_id":`, "malformed-json"},
 		{"no customer", `{"currency":"EUR","total_minor":1}`, "validation-failed"},
-		{"customer too long", `{"customer_id":"` + strings.Repeat("c", 101) + `","currency":"EUR","total_minor":1}`, "validation-failed"},
+		{"customer over 255 bytes", `{"customer_id":"` + strings.Repeat("é", 128) + `","currency":"EUR","total_minor":1}`, "validation-failed"},
 		{"customer control char", `{"customer_id":"c\n","currency":"EUR","total_minor":1}`, "validation-failed"},
 		{"unknown currency", `{"customer_id":"c","currency":"XYZ","total_minor":1}`, "validation-failed"},
 		{"lower-case currency", `{"customer_id":"c","currency":"eur","total_minor":1}`, "validation-failed"},

@@ -21,10 +21,10 @@ var domainProblems = []struct {
 	{invoice.ErrNotFound, http.StatusNotFound, "invoice-not-found", "no invoice has this id"},
 	{invoice.ErrAlreadyPaid, http.StatusConflict, "invoice-already-paid", "the invoice is already paid or refunded; nothing was recorded"},
 	{invoice.ErrAmountExceedsBalance, http.StatusUnprocessableEntity, "amount-exceeds-balance", "the amount exceeds what remains to be paid on the invoice"},
-	{invoice.ErrPaymentExists, http.StatusConflict, "payment-exists", "a payment with this payment_id is already recorded"},
+	{invoice.ErrPaymentExists, http.StatusConflict, "payment-exists", "a payment with this payment_id is already recorded for another invoice or another amount"},
 	{invoice.ErrNotPaid, http.StatusConflict, "invoice-not-paid", "only a paid invoice can be refunded"},
 	{invoice.ErrAlreadyRefunded, http.StatusConflict, "invoice-already-refunded", "the invoice is already refunded"},
-	{invoice.ErrRefundExists, http.StatusConflict, "refund-exists", "a refund with this refund_id is already recorded"},
+	{invoice.ErrRefundExists, http.StatusConflict, "refund-exists", "a refund with this refund_id is already recorded for another invoice"},
 }
 
 // mapErrors turns the errors a handler returns into problems, in this one place;

@@ -88,8 +88,60 @@ func TestPayingAPaidInvoiceIs409AndWritesNothing(t *testing.T) {
 	before := b.counts(t)
 
 	requireProblem(t, b.pay(t, inv.ID, "pay-2", 1), http.StatusConflict, "invoice-already-paid")
-	requireProblem(t, b.pay(t, inv.ID, "pay-1", 12000), http.StatusConflict, "invoice-already-paid")
+	requireProblem(t, b.pay(t, inv.ID, "pay-1", 1), http.StatusConflict, "payment-exists")
 	require.Equal(t, before, b.counts(t))
+}
+
+// The same payment_id with the same invoice and amount, or the same refund_id with
+// the same invoice, is the fact already recorded: 200 with the 201's body, nothing
+// written, also when the invoice is already paid or refunded by it, and also under
+// an Idempotency-Key of its own (the service then runs in the key's transaction).
+func TestRecordedPaymentOrRefundAgainIs200(t *testing.T) {
+	t.Parallel()
+	tests := map[string][]string{
+		"without a key":             nil,
+		"under a new key each time": {idempotency.HeaderKey, "again"},
+	}
+	for name, header := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			inv := b.issue(t, "cust-42", 12000)
+			payments, refunds := "/v1/invoices/"+inv.ID+"/payments", "/v1/invoices/"+inv.ID+"/refunds"
+
+			partial := b.pay(t, inv.ID, "pay-1", 5000)
+			require.Equal(t, http.StatusCreated, partial.Code, partial.Body.String())
+			settling := b.pay(t, inv.ID, "pay-2", 7000)
+			require.Equal(t, http.StatusCreated, settling.Code, settling.Body.String())
+			before := b.counts(t)
+
+			again := b.do(t, http.MethodPost, payments, `{"payment_id":"pay-2","amount_minor":7000}`, header...)
+			require.Equal(t, http.StatusOK, again.Code, again.Body.String())
+			require.JSONEq(t, settling.Body.String(), again.Body.String())
+			again = b.do(t, http.MethodPost, payments, `{"payment_id":"pay-1","amount_minor":5000}`, appendKey(header, "-1")...)
+			require.Equal(t, http.StatusOK, again.Code, again.Body.String())
+			out := decode[paymentOut](t, again.Body)
+			require.Equal(t, decode[paymentOut](t, partial.Body).Payment, out.Payment, "the payment as recorded")
+			require.Equal(t, "paid", out.Invoice.Status, "the invoice as it stands")
+			require.Equal(t, before, b.counts(t))
+
+			refunded := b.refund(t, inv.ID, "ref-1")
+			require.Equal(t, http.StatusCreated, refunded.Code, refunded.Body.String())
+			before = b.counts(t)
+			again = b.do(t, http.MethodPost, refunds, `{"refund_id":"ref-1","reason":"retyped"}`, appendKey(header, "-2")...)
+			require.Equal(t, http.StatusOK, again.Code, again.Body.String())
+			require.JSONEq(t, refunded.Body.String(), again.Body.String(), "the refund as recorded, with its reason")
+			require.Equal(t, before, b.counts(t))
+		})
+	}
+}
+
+// appendKey makes the Idempotency-Key of header, if any, a new one.
+func appendKey(header []string, suffix string) []string {
+	if header == nil {
+		return nil
+	}
+	return []string{header[0], header[1] + suffix}
 }
 
 func TestPaymentRules(t *testing.T) {
@@ -101,7 +153,7 @@ func TestPaymentRules(t *testing.T) {
 	before := b.counts(t)
 
 	requireProblem(t, b.pay(t, inv.ID, "pay-2", 10001), http.StatusUnprocessableEntity, "amount-exceeds-balance")
-	requireProblem(t, b.pay(t, inv.ID, "pay-1", 2000), http.StatusConflict, "payment-exists")
+	requireProblem(t, b.pay(t, inv.ID, "pay-1", 3000), http.StatusConflict, "payment-exists")
 	requireProblem(t, b.pay(t, other.ID, "pay-1", 100), http.StatusConflict, "payment-exists")
 	requireProblem(t, b.pay(t, uuid.NewString(), "pay-3", 1), http.StatusNotFound, "invoice-not-found")
 	requireProblem(t, b.pay(t, "nope", "pay-3", 1), http.StatusBadRequest, "validation-failed")
@@ -114,22 +166,28 @@ func TestPaymentRules(t *testing.T) {
 
 // TestConcurrentFullPaymentsSettleOnce sends 24 full payments of one invoice at the
 // same instant, each on its own HTTP and database connection: with 24 different
-// payment ids, and as 24 copies of one payment.
+// payment ids (one is recorded, the others find the invoice paid), and as 24 copies
+// of one payment (one is recorded, the others find it recorded).
 func TestConcurrentFullPaymentsSettleOnce(t *testing.T) {
 	t.Parallel()
 	const n = 24
-	for name, paymentID := range map[string]func(i int) string{
-		"different payments": func(i int) string { return fmt.Sprintf("pay-%d", i) },
-		"identical payments": func(int) string { return "pay-1" },
-	} {
+	tests := map[string]struct {
+		paymentID func(i int) string
+		want      map[string]int
+	}{
+		"different payments": {func(i int) string { return fmt.Sprintf("pay-%d", i) },
+			map[string]int{"201": 1, "409 invoice-already-paid": n - 1}},
+		"identical payments": {func(int) string { return "pay-1" }, map[string]int{"201": 1, "200": n - 1}},
+	}
+	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			inv := b.issue(t, "cust-42", 12000)
 			srv := b.serveOwnPool(t, n+2)
 
-			answers := payConcurrently(t, srv.URL+"/v1/invoices/"+inv.ID+"/payments", n, paymentID)
-			require.Equal(t, map[string]int{"201": 1, "409 invoice-already-paid": n - 1}, answers)
+			answers := payConcurrently(t, srv.URL+"/v1/invoices/"+inv.ID+"/payments", n, tt.paymentID)
+			require.Equal(t, tt.want, answers)
 			require.Equal(t, 1, b.counts(t).Payments)
 			paid := 0
 			for _, row := range b.outbox(t, inv.ID) {

@@ -99,7 +99,7 @@ func TestTraceMergesArchivedEvents(t *testing.T) {
 	total := int64(100)
 	inv, err := invoices.Issue(ctx, invoice.NewInvoice{CustomerID: "c", Currency: "EUR", TotalMinor: &total})
 	require.NoError(t, err)
-	_, _, err = invoices.Pay(ctx, inv.ID, invoice.NewPayment{PaymentID: "p-1", AmountMinor: total})
+	_, err = invoices.Pay(ctx, inv.ID, invoice.NewPayment{PaymentID: "p-1", AmountMinor: total})
 	require.NoError(t, err)
 	archived := outbox.EventDetail{StoredEvent: outbox.StoredEvent{ID: uuid.New(), EventType: "invoice.issued",
 		AggregateKey: inv.ID.String(), Sequence: 0, Status: outbox.StatusDelivered}}

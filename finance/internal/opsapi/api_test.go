@@ -98,9 +98,9 @@ func (b *bundle) issue(t *testing.T) invoice.Invoice {
 	total := int64(12000)
 	inv, err := b.invoices.Issue(b.ctx, invoice.NewInvoice{CustomerID: "cust-42", Currency: "EUR", TotalMinor: &total})
 	require.NoError(t, err)
-	inv, _, err = b.invoices.Pay(b.ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-" + inv.ID.String(), AmountMinor: total})
+	paid, err := b.invoices.Pay(b.ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-" + inv.ID.String(), AmountMinor: total})
 	require.NoError(t, err)
-	return inv
+	return paid.Invoice
 }
 
 // deadLetter claims the invoice's head event and settles it as a 400 dead letter.

@@ -220,6 +220,7 @@ func TestBatchAnswersEachItemOnItsOwn(t *testing.T) {
 	huge := envelope(shipment.InvoicePaid, uuid.New(), 2)
 	huge["data"].(map[string]any)["note"] = strings.Repeat("x", webhookapi.MaxBodyBytes)
 	otherPayload := envelope(shipment.InvoicePaid, invB, 2)
+	otherPayload["data"].(map[string]any)["total_minor"] = 1
 	keyed := func(key string, env map[string]any) map[string]any {
 		return map[string]any{"idempotency_key": key, "attempt": 1, "event": env}
 	}

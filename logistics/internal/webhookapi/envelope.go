@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,6 +15,7 @@ import (
 	"handoff/pkg/integrationkit/inbox"
 	"handoff/pkg/integrationkit/problem"
 	"handoff/pkg/integrationkit/strict"
+	"handoff/pkg/integrationkit/wire"
 
 	"handoff/logistics/internal/shipment"
 )
@@ -42,17 +42,18 @@ type eventData struct {
 
 // event is a validated envelope with the hash that identifies its content.
 type event struct {
-	ID   uuid.UUID
+	ID uuid.UUID
+	// Hash covers the business fact: type, sequence and data (which holds the
+	// invoice), not the envelope's id or occurred_at, which a finance restored from a
+	// backup re-creates when it emits the same fact again under the same key.
 	Hash []byte
+	// PriorHash covers the whole envelope, id and occurred_at included: the form of
+	// the hash stored before Hash, compared with the records of that time.
+	PriorHash []byte
 	shipment.Event
 }
 
-const (
-	maxText       = 255
-	slugMalformed = "malformed-event"
-)
-
-var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)
+const slugMalformed = "malformed-event"
 
 // extensible decodes finance's documents: members finance may add are admitted, a
 // member matching a field only case-insensitively is not.
@@ -62,9 +63,9 @@ var extensible = strict.Decoder{AllowUnknown: true}
 // problem: the body is not valid UTF-8, holds a NUL (raw or escaped), is not exactly
 // one JSON object, names a member twice at any depth, nests deeper than
 // strict.MaxDepth, names a member that matches a field only case-insensitively, or
-// misses or mistypes a field. The hash covers the envelope's fields in canonical
-// form, so transport details (headers, attempt numbers, whitespace, key order) never
-// make a retry look like a different request.
+// misses or mistypes a field. The hashes are of canonical forms, so transport details
+// (headers, attempt numbers, whitespace, key order) never make a retry look like a
+// different request; see event for what each covers.
 func parseEvent(body []byte) (event, error) {
 	root, err := decodeTree(body)
 	if err != nil {
@@ -84,11 +85,12 @@ func parseEvent(body []byte) (event, error) {
 	if len(fields) > 0 {
 		return event{}, problem.Invalid("the event is invalid", fields...)
 	}
-	ev.Hash, err = inbox.Hash(map[string]any{
-		"id": root["id"], "type": root["type"], "occurred_at": root["occurred_at"],
-		"sequence": root["sequence"], "data": root["data"],
-	})
-	if err != nil {
+	fact := map[string]any{"type": root["type"], "sequence": root["sequence"], "data": root["data"]}
+	if ev.Hash, err = inbox.Hash(fact); err != nil {
+		return event{}, fmt.Errorf("hash event: %w", err)
+	}
+	fact["id"], fact["occurred_at"] = root["id"], root["occurred_at"]
+	if ev.PriorHash, err = inbox.Hash(fact); err != nil {
 		return event{}, fmt.Errorf("hash event: %w", err)
 	}
 	return ev, nil
@@ -160,6 +162,9 @@ func typeProblem(prefix string, err error) error {
 
 func isObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
 
+// validate checks the envelope and its data. The values finance takes from its
+// callers are checked with package wire's rules, which finance applies to that input,
+// so an event of input finance accepted is never refused here.
 func validate(env envelope, data eventData) (event, []problem.FieldError) {
 	var v validator
 	ev := event{
@@ -167,8 +172,8 @@ func validate(env envelope, data eventData) (event, []problem.FieldError) {
 		Event: shipment.Event{
 			Type:          shipment.EventType(env.Type),
 			InvoiceID:     v.uuid("data.invoice_id", data.InvoiceID),
-			InvoiceNumber: v.text("data.invoice_number", data.InvoiceNumber, true),
-			CustomerID:    v.text("data.customer_id", data.CustomerID, true),
+			InvoiceNumber: v.check("data.invoice_number", data.InvoiceNumber, true, wire.CheckID),
+			CustomerID:    v.check("data.customer_id", data.CustomerID, true, wire.CheckID),
 		},
 	}
 	if !ev.Type.Valid() {
@@ -185,14 +190,14 @@ func validate(env envelope, data eventData) (event, []problem.FieldError) {
 	if !isObject(env.Data) {
 		v.fail("data", "must be a JSON object")
 	}
-	if !currencyCode.MatchString(data.Currency) {
-		v.fail("data.currency", "must be an ISO 4217 code such as EUR")
+	v.check("data.currency", data.Currency, true, wire.CheckCurrency)
+	if data.TotalMinor == nil {
+		v.fail("data.total_minor", "is required")
+	} else if err := wire.CheckMinorUnits(*data.TotalMinor); err != nil {
+		v.fail("data.total_minor", err.Error())
 	}
-	if data.TotalMinor == nil || *data.TotalMinor < 0 {
-		v.fail("data.total_minor", "must be a non-negative integer (minor units)")
-	}
-	v.text("data.payment_id", data.PaymentID, ev.Type == shipment.InvoicePaid)
-	v.text("data.refund_id", data.RefundID, ev.Type == shipment.InvoiceRefunded)
+	v.check("data.payment_id", data.PaymentID, ev.Type == shipment.InvoicePaid, wire.CheckKeyID)
+	v.check("data.refund_id", data.RefundID, ev.Type == shipment.InvoiceRefunded, wire.CheckKeyID)
 	return ev, v.errs
 }
 
@@ -214,16 +219,16 @@ func (v *validator) uuid(field, s string) uuid.UUID {
 	return id
 }
 
-func (v *validator) text(field, s string, required bool) string {
+// check applies rule to s, which may be empty (absent) unless required.
+func (v *validator) check(field, s string, required bool, rule func(string) error) string {
 	switch {
 	case s == "" && required:
 		v.fail(field, "is required")
-	case len(s) > maxText:
-		v.fail(field, fmt.Sprintf("must be at most %d bytes", maxText))
-	case strings.ContainsFunc(s, isControl):
-		v.fail(field, "must not contain control characters")
+	case s == "":
+	default:
+		if err := rule(s); err != nil {
+			v.fail(field, err.Error())
+		}
 	}
 	return s
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

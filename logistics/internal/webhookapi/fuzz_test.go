@@ -7,9 +7,16 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
+	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/problem"
+	"handoff/pkg/integrationkit/wire"
+
+	"handoff/logistics/internal/shipment"
 )
 
 // FuzzParseEvent feeds arbitrary bodies to the envelope parser. It must never panic;
@@ -61,10 +68,10 @@ func reencode(t *testing.T, body []byte) []byte {
 }
 
 // FuzzIdempotencyKey checks the X-Idempotency-Key validator: a key is accepted exactly
-// when there is one header value of 1 to 255 printable ASCII bytes, and then it is
-// returned unchanged.
+// when there is one header value of 1 to 255 printable ASCII bytes not starting or
+// ending with a space, and then it is returned unchanged.
 func FuzzIdempotencyKey(f *testing.F) {
-	for _, seed := range []string{"invoice.paid:inv-1:pay-1", "", "a\x00b", "tab\there", "ünïcode", strings.Repeat("k", 256)} {
+	for _, seed := range []string{"invoice.paid:inv-1:pay-1", "", "a\x00b", "tab\there", "ünïcode", strings.Repeat("k", 256), " padded "} {
 		f.Add(seed, false)
 	}
 	f.Add("invoice.paid:inv-1:pay-1", true)
@@ -75,7 +82,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 			h.Add(HeaderIdempotencyKey, key)
 		}
 		got, err := idempotencyKey(h)
-		valid := !twice && key != "" && len(key) <= MaxKeyBytes && printableASCII(key)
+		valid := !twice && key != "" && len(key) <= 255 && printableASCII(key) && strings.TrimSpace(key) == key
 		if (err == nil) != valid {
 			t.Fatalf("key %q twice=%v: err %v, want valid=%v", key, twice, err, valid)
 		}
@@ -87,4 +94,63 @@ func FuzzIdempotencyKey(f *testing.F) {
 
 func printableASCII(s string) bool {
 	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r > 0x7e })
+}
+
+// FuzzWireValidEventIsAccepted builds an event the way finance does from input that
+// package wire's rules accept, the rules finance checks its clerks' input with, and
+// requires both endpoints to accept it with the values it carries: whatever finance
+// answers 201 to reaches the shipments, never a 400 dead letter.
+func FuzzWireValidEventIsAccepted(f *testing.F) {
+	f.Add(uint8(1), "cust-42", "pay-1", int64(12000), int64(2))
+	f.Add(uint8(2), strings.Repeat("顧", 85), strings.Repeat("r", wire.MaxKeyIDBytes), int64(wire.MaxMinorUnits), int64(3))
+	f.Add(uint8(0), "Müller GmbH & Co. KG", "", int64(1), int64(1))
+	f.Add(uint8(1), "c", "Zahlung-Müller", int64(1), int64(2))
+	f.Fuzz(func(t *testing.T, kind uint8, customer, ref string, total, seq int64) {
+		typ := []shipment.EventType{shipment.InvoiceIssued, shipment.InvoicePaid, shipment.InvoiceRefunded}[kind%3]
+		if typ == shipment.InvoiceIssued {
+			ref = ""
+		}
+		if wire.CheckID(customer) != nil || wire.CheckMinorUnits(total) != nil || seq < 1 ||
+			(typ != shipment.InvoiceIssued && wire.CheckKeyID(ref) != nil) {
+			return
+		}
+		invoiceID := uuid.New()
+		data := map[string]any{
+			"invoice_id": invoiceID.String(), "invoice_number": "INV-000042", "customer_id": customer,
+			"currency": "EUR", "total_minor": total, "paid_minor": total, "status": "paid",
+		}
+		key := string(typ) + ":" + invoiceID.String()
+		switch typ {
+		case shipment.InvoicePaid:
+			data["payment_id"], data["amount_minor"], key = ref, total, key+":"+ref
+		case shipment.InvoiceRefunded:
+			data["refund_id"], data["amount_minor"], key = ref, total, key+":"+ref
+		}
+		raw, err := json.Marshal(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := json.Marshal(delivery.Envelope{ID: uuid.NewString(), Type: string(typ),
+			OccurredAt: time.Now(), Sequence: seq, Data: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := checkKey(HeaderIdempotencyKey, key); p != nil {
+			t.Fatalf("key %q refused: %v", key, p)
+		}
+		ev, err := parseEvent(body)
+		if err != nil {
+			t.Fatalf("event refused: %v\n%s", err, body)
+		}
+		if ev.Type != typ || ev.InvoiceID != invoiceID || ev.CustomerID != customer || ev.Sequence != seq {
+			t.Fatalf("event read as %+v from %s", ev, body)
+		}
+		item, err := json.Marshal(batchItem{IdempotencyKey: key, Event: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := parseItem(item); err != nil {
+			t.Fatalf("batch item refused: %v\n%s", err, item)
+		}
+	})
 }

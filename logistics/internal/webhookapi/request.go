@@ -11,16 +11,17 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"handoff/pkg/integrationkit/problem"
+	"handoff/pkg/integrationkit/wire"
 )
 
 // HeaderIdempotencyKey carries the sender's stable key of one event.
 const HeaderIdempotencyKey = "X-Idempotency-Key"
 
 // Limits on what the webhook accepts. MaxBodyBytes also bounds each event of a batch.
+// An idempotency key's limits are package wire's (wire.CheckKey).
 const (
 	MaxBodyBytes      = 1 << 20
 	MaxBatchBodyBytes = 8 << 20
-	MaxKeyBytes       = 255
 )
 
 // readBody reads at most limit bytes of the request body; a longer body, announced
@@ -60,8 +61,7 @@ func checkContentType(header string) error {
 	return nil
 }
 
-// idempotencyKey returns the one X-Idempotency-Key of h: 1 to MaxKeyBytes printable
-// ASCII characters.
+// idempotencyKey returns the one X-Idempotency-Key of h, a key wire.CheckKey accepts.
 func idempotencyKey(h http.Header) (string, error) {
 	values := h.Values(HeaderIdempotencyKey)
 	if len(values) != 1 {
@@ -73,16 +73,12 @@ func idempotencyKey(h http.Header) (string, error) {
 	return values[0], nil
 }
 
-// checkKey admits an idempotency key of 1 to MaxKeyBytes printable ASCII characters;
-// name says where the key came from.
+// checkKey admits an idempotency key wire.CheckKey accepts: 1 to wire.MaxKeyBytes
+// bytes of printable ASCII without surrounding spaces; name says where the key came
+// from.
 func checkKey(name, key string) *problem.Problem {
-	if key == "" || len(key) > MaxKeyBytes {
-		return badKey("%s must be 1 to %d bytes", name, MaxKeyBytes)
-	}
-	for i := range len(key) {
-		if key[i] < 0x20 || key[i] > 0x7e {
-			return badKey("%s must be printable ASCII", name)
-		}
+	if err := wire.CheckKey(key); err != nil {
+		return badKey("%s %v", name, err)
 	}
 	return nil
 }

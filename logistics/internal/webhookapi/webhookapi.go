@@ -162,6 +162,7 @@ func inboxItem(ev event) inbox.Item {
 	return inbox.Item{
 		Key:         ev.IdempotencyKey,
 		PayloadHash: ev.Hash,
+		PriorHashes: [][]byte{ev.PriorHash},
 		Columns: map[string]any{
 			"event_id":   ev.ID.String(),
 			"event_type": string(ev.Type),

@@ -1,7 +1,6 @@
 package inbox
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -273,7 +272,7 @@ func outcomes(items []Item, first map[string]int, stored map[string]record, resu
 // against is the outcome of it when its key is already taken by hash: out (or err)
 // for the same payload, ErrKeyReuse for another.
 func against(it Item, hash []byte, out Outcome, err error) BatchOutcome {
-	if !bytes.Equal(hash, it.PayloadHash) {
+	if !it.matches(hash) {
 		return BatchOutcome{Err: fmt.Errorf("%w: %q", ErrKeyReuse, it.Key)}
 	}
 	if err != nil {

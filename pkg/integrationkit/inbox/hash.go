@@ -45,6 +45,11 @@ func HashJSON(raw []byte) ([]byte, error) {
 
 // Hash is HashJSON of v's JSON encoding. Fields of type json.RawMessage are
 // canonicalized too, so v may carry parts of a request verbatim.
+//
+// v should hold what makes the request the fact it is, and nothing its sender may
+// choose afresh when it sends the same fact again: not an envelope's message id or
+// timestamp, which a sender restored from a backup re-creates; otherwise that re-send
+// is refused as ErrKeyReuse instead of answered as a duplicate.
 func Hash(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {

@@ -19,6 +19,12 @@
 // ProcessBatch does the same for many items in one transaction with set-based
 // statements: the batch's keys are claimed by one insert in sorted order, and one
 // call applies every fresh item.
+//
+// A consumer that changes what its payload hash covers keeps the records it stored
+// before meaningful by giving each item the hash of the old form too
+// (Item.PriorHashes): a record holding either is a duplicate, so a retry of a request
+// processed before the change is not mistaken for a reused key. The old form is
+// needed until the records stored before the change are purged.
 package inbox
 
 import (
@@ -51,8 +57,12 @@ type Item struct {
 	// Key is the sender's stable idempotency key.
 	Key string
 	// PayloadHash identifies the request's content (see Hash and HashJSON); the same
-	// key with another hash is rejected with ErrKeyReuse.
+	// key with another hash is rejected with ErrKeyReuse. It is the hash stored.
 	PayloadHash []byte
+	// PriorHashes are hashes of the same request in the forms an earlier release of
+	// the consumer stored: a record holding one of them is a duplicate too. They are
+	// compared, never stored.
+	PriorHashes [][]byte
 	// Columns are further columns of the inbox table stored with the record, by name
 	// (lowercase identifiers), e.g. the event id and type for later inspection.
 	Columns map[string]any
@@ -184,10 +194,17 @@ func (in *Inbox) duplicate(ctx context.Context, tx bun.Tx, it Item) (Outcome, er
 	if err != nil {
 		return Outcome{}, fmt.Errorf("inbox: read record: %w", err)
 	}
-	if !bytes.Equal(hash, it.PayloadHash) {
+	if !it.matches(hash) {
 		return Outcome{}, fmt.Errorf("%w: %q", ErrKeyReuse, it.Key)
 	}
 	return Outcome{Duplicate: true, Result: result}, nil
+}
+
+// matches reports whether a record holding hash was stored for the same request as it.
+func (it Item) matches(hash []byte) bool {
+	return bytes.Equal(hash, it.PayloadHash) || slices.ContainsFunc(it.PriorHashes, func(h []byte) bool {
+		return bytes.Equal(hash, h)
+	})
 }
 
 func (it Item) validate() error {

@@ -3,6 +3,7 @@ package inbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -255,4 +256,53 @@ func TestProcessTxUndoesOnlyTheFailingItem(t *testing.T) {
 	require.NoError(t, errs[3])
 	require.Equal(t, 2, count(t, b.db, `SELECT count(*) FROM effects`))
 	require.Equal(t, 0, count(t, b.db, `SELECT count(*) FROM test_inbox WHERE idempotency_key = 'b'`))
+}
+
+// A record stored under an earlier form of the payload hash is a duplicate of an item
+// that names that form among its PriorHashes, alone or in a batch, and a reused key
+// otherwise; the record keeps the hash it was stored with.
+func TestPriorHashesMatchRecordsOfAnEarlierForm(t *testing.T) {
+	t.Parallel()
+	const stored = `{"id":"m-1","v":1}` // the request in the form an earlier release hashed
+	tests := map[string]struct {
+		prior     []string
+		duplicate bool
+	}{
+		"the stored form among them": {prior: []string{`{"id":"m-0","v":1}`, stored}, duplicate: true},
+		"no prior hashes":            {},
+		"another message's form":     {prior: []string{`{"id":"m-2","v":1}`}},
+	}
+	for name, tt := range tests {
+		for _, batch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, batch %v", name, batch), func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				ctx := context.Background()
+				old := item(t, "k", stored)
+				_, err := b.in.Process(ctx, b.db, old, effect("k", ""))
+				require.NoError(t, err)
+
+				it := item(t, "k", `{"v":1}`)
+				for _, p := range tt.prior {
+					it.PriorHashes = append(it.PriorHashes, item(t, "k", p).PayloadHash)
+				}
+				var out inbox.Outcome
+				if batch {
+					outs, berr := b.in.ProcessBatch(ctx, b.db, []inbox.Item{it}, batchEffects([]inbox.Item{it}, nil, nil))
+					require.NoError(t, berr)
+					out, err = outs[0].Outcome, outs[0].Err
+				} else {
+					out, err = b.in.Process(ctx, b.db, it, effect("k", ""))
+				}
+				if tt.duplicate {
+					require.NoError(t, err)
+					require.Equal(t, inbox.Outcome{Duplicate: true, Result: inbox.ResultApplied}, out)
+				} else {
+					require.ErrorIs(t, err, inbox.ErrKeyReuse)
+				}
+				require.Equal(t, 1, count(t, b.db, `SELECT count(*) FROM effects`))
+				require.Equal(t, 1, count(t, b.db, `SELECT count(*) FROM test_inbox WHERE payload_hash = ?`, old.PayloadHash))
+			})
+		}
+	}
 }
