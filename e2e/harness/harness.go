@@ -207,10 +207,14 @@ func Prepare(path, addr string, env map[string]string) *Service {
 		Addr: addr, URL: "http://" + addr, log: &bytes.Buffer{}}
 }
 
+// ReadyWithin is how long a started service gets to answer /readyz: enough for its
+// own wait for a free connection slot (up to a minute) when the server is full.
+const ReadyWithin = 90 * time.Second
+
 // Start runs the process and waits for /readyz, failing the test otherwise.
 func (s *Service) Start(t testing.TB) {
 	t.Helper()
-	if err := s.Run(30 * time.Second); err != nil {
+	if err := s.Run(ReadyWithin); err != nil {
 		t.Fatal(err)
 	}
 }

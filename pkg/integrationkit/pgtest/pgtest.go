@@ -3,7 +3,9 @@
 // server without sharing state.
 //
 // The server is the one at TEST_DATABASE_URL (a URL of any database on it, used for
-// administration), by default postgres://postgres@127.0.0.1:5432/postgres.
+// administration), by default postgres://postgres@127.0.0.1:5432/postgres. It may be
+// shared with other suites: every connection pgtest makes, and every pool NewDB opens,
+// waits for a free slot when the server has none (pgdb.WaitForSlot).
 package pgtest
 
 import (
@@ -18,7 +20,6 @@ import (
 	"sort"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -119,7 +120,7 @@ func templateName(name string, src fs.FS) (string, error) {
 func ensureTemplate(ctx context.Context, tmpl string, src fs.FS) error {
 	conn, err := adminConnect(ctx)
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", redact(AdminURL()), err)
+		return err
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('pgtest:' || $1))`, tmpl); err != nil {
@@ -147,23 +148,27 @@ func ensureTemplate(ctx context.Context, tmpl string, src fs.FS) error {
 	return err
 }
 
-// adminConnect connects to the admin database, waiting out "too many clients": many
-// test packages run at once, and a slot frees as soon as one of their tests ends.
+// Connect opens one connection to url for a test's own queries, waiting for a free
+// slot like every connection pgtest makes.
+func Connect(ctx context.Context, url string) (*pgx.Conn, error) {
+	return pgdb.WaitForSlot(ctx, func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, url) })
+}
+
+// adminConnect connects to the admin database, waiting for a free slot: many test
+// packages run at once, other suites may share the server, and a slot frees as soon
+// as one of their tests ends.
 func adminConnect(ctx context.Context) (*pgx.Conn, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		conn, err := pgx.Connect(ctx, AdminURL())
-		if err == nil || pgdb.Code(err) != "53300" || time.Now().After(deadline) {
-			return conn, err
-		}
-		time.Sleep(100 * time.Millisecond)
+	conn, err := Connect(ctx, AdminURL())
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", redact(AdminURL()), err)
 	}
+	return conn, nil
 }
 
 func adminExec(ctx context.Context, sql string) error {
 	conn, err := adminConnect(ctx)
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", redact(AdminURL()), err)
+		return err
 	}
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, sql)
