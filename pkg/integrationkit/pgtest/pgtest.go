@@ -20,6 +20,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -165,14 +166,24 @@ func adminConnect(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
+// adminExec runs one statement on an admin connection of its own. CREATE DATABASE
+// fails with object_in_use (55006) while another session is connected to its template
+// (autovacuum, another suite's tool looking at it); such a session does not stay, so
+// the statement is tried again for up to a minute.
 func adminExec(ctx context.Context, sql string) error {
 	conn, err := adminConnect(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err = conn.Exec(ctx, sql)
+		if pgdb.Code(err) != pgdb.CodeObjectInUse || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func withDatabase(raw, db string) string {
