@@ -126,8 +126,9 @@ func New(t testing.TB, opts Options) *Env {
 		"API_TOKENS":     "clerk:" + ClerkToken + ",ops:" + OpsToken + ",warehouse:" + WarehouseToken,
 		"WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(SecretKey),
 		"LOG_LEVEL":      "debug",
-		// Small pools: many services share the test server's max_connections.
-		"DB_MAX_CONNS": "10",
+		// Small pools: `make test` runs two environments at a time, each of two or
+		// three services, on a server that other suites may share.
+		"DB_MAX_CONNS": "4",
 	}
 	env.Logistics = NewService(t, filepath.Join(bin, "logistics"), merge(common,
 		map[string]string{"DATABASE_URL": env.LogisticsDB}, opts.LogisticsEnv))

@@ -5,7 +5,8 @@
 // The server is the one at TEST_DATABASE_URL (a URL of any database on it, used for
 // administration), by default postgres://postgres@127.0.0.1:5432/postgres. It may be
 // shared with other suites: every connection pgtest makes, and every pool NewDB opens,
-// waits for a free slot when the server has none (pgdb.WaitForSlot).
+// waits for a free slot when the server has none (pgdb.WaitForSlot), and a test's pool
+// holds at most MaxConns connections.
 package pgtest
 
 import (
@@ -27,6 +28,12 @@ import (
 
 	"handoff/pkg/integrationkit/pgdb"
 )
+
+// MaxConns is the most connections the pool of NewDB opens; a test racing requests
+// against each other has them take turns on these. `make test` runs two packages and
+// two tests in each at a time, so its unit tests hold at most four times this, plus
+// one short-lived admin connection per test creating or dropping a database.
+const MaxConns = 6
 
 // DefaultAdminURL is used when TEST_DATABASE_URL is unset.
 const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
@@ -81,7 +88,7 @@ func NewURL(t testing.TB, name string, src fs.FS) string {
 func NewDB(t testing.TB, name string, src fs.FS) (*bun.DB, string) {
 	t.Helper()
 	u := NewURL(t, name, src)
-	db, err := pgdb.Open(context.Background(), u, 20)
+	db, err := pgdb.Open(context.Background(), u, MaxConns)
 	if err != nil {
 		t.Fatalf("pgtest: open: %v", err)
 	}
