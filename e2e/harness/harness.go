@@ -23,6 +23,7 @@ import (
 
 	"handoff/e2e/faultproxy"
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
@@ -209,8 +210,8 @@ func Prepare(path, addr string, env map[string]string) *Service {
 }
 
 // ReadyWithin is how long a started service gets to answer /readyz: enough for its
-// own wait for a free connection slot (up to a minute) when the server is full.
-const ReadyWithin = 90 * time.Second
+// own wait for a free connection slot when the server is full.
+const ReadyWithin = pgdb.SlotWait + 30*time.Second
 
 // Start runs the process and waits for /readyz, failing the test otherwise.
 func (s *Service) Start(t testing.TB) {

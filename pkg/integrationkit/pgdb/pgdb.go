@@ -45,7 +45,7 @@ func Open(ctx context.Context, url string, maxConns int) (*bun.DB, error) {
 	}
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	db := bun.NewDB(sqldb, pgdialect.New())
-	pingCtx, cancel := context.WithTimeout(ctx, slotWait+cfg.ConnectTimeout)
+	pingCtx, cancel := context.WithTimeout(ctx, SlotWait+cfg.ConnectTimeout)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		return nil, errors.Join(fmt.Errorf("ping database: %w", err), db.Close())
