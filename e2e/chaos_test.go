@@ -19,6 +19,7 @@ import (
 
 	"handoff/e2e/faultproxy"
 	"handoff/e2e/harness"
+	"handoff/pkg/integrationkit/pgtest"
 )
 
 // chaosConfig makes the dispatcher retry fast and never give up during a chaos run.
@@ -84,7 +85,7 @@ func restart(s *harness.Service) error {
 	if err := s.Signal(syscall.SIGKILL); err != nil {
 		return err
 	}
-	return s.Run(60 * time.Second)
+	return s.Run(harness.ReadyWithin)
 }
 
 // inBatchMode repeats a scenario with the dispatcher in batch mode.
@@ -147,7 +148,7 @@ var baseScenarios = []scenario{
 
 func terminateBackends(env *harness.Env) error {
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, env.FinanceDB)
+	conn, err := pgtest.Connect(ctx, env.FinanceDB)
 	if err != nil {
 		return err
 	}
@@ -237,7 +238,7 @@ func runScenario(t *testing.T, sc scenario, invoices int) chaosRow {
 func ensureUp(t *testing.T, s *harness.Service) {
 	t.Helper()
 	if !s.Running() {
-		require.NoError(t, s.Run(60*time.Second))
+		require.NoError(t, s.Run(harness.ReadyWithin))
 		return
 	}
 	require.Eventually(t, func() bool { return ready(s) }, 60*time.Second, 50*time.Millisecond, "ready again")
@@ -378,7 +379,7 @@ func checkInvariants(t *testing.T, env *harness.Env, paid []string, faults int) 
 func keys(t *testing.T, url, sql string) map[string]bool {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgtest.Connect(ctx, url)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, sql)

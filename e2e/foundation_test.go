@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"handoff/e2e/harness"
+	"handoff/pkg/integrationkit/pgtest"
 )
 
 type invoice struct {
@@ -69,7 +69,7 @@ func shipmentOf(t *testing.T, env *harness.Env, invoiceID string) (shipment, boo
 func query[T any](t *testing.T, url, sql string, args ...any) T {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgtest.Connect(ctx, url)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	var v T

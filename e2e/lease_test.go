@@ -62,7 +62,10 @@ func TestKilledWorkersEventsAreDeliveredByAnotherAfterTheLease(t *testing.T) {
 	}, 20*time.Second, 20*time.Millisecond)
 	require.GreaterOrEqual(t, time.Since(killedAt), lease-time.Second, "not reclaimed before the lease ran out")
 	require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
-	require.Equal(t, "delivered", query[string](t, env.FinanceDB, `SELECT delivery_status FROM finance_outbox`))
+	// logistics committed; finance settles once it has read the answer.
+	require.Eventually(t, func() bool {
+		return query[string](t, env.FinanceDB, `SELECT delivery_status FROM finance_outbox`) == "delivered"
+	}, 10*time.Second, 20*time.Millisecond)
 	require.Equal(t, 1, query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox_attempts`),
 		"the dead worker's request was never settled; the survivor's is the one recorded")
 }

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"handoff/e2e/harness"
+	"handoff/pkg/integrationkit/pgtest"
 )
 
 // trap is a listener on an address finance must never reach; it counts connections.
@@ -51,7 +51,7 @@ type outboxRow struct {
 func outboxRows(t *testing.T, dbURL, invoiceID string) []outboxRow {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgtest.Connect(ctx, dbURL)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT event_type, delivery_status, coalesce(failed_reason, ''),

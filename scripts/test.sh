@@ -8,9 +8,12 @@ cd "$root"
 TEST_DATABASE_URL=$(scripts/pg.sh ensure)
 export TEST_DATABASE_URL
 status=0
+# The server may be shared with other suites. Two packages at a time (-p) and two
+# tests in each (-parallel), on any number of cores, with pgtest.MaxConns per test's
+# pool and DB_MAX_CONNS=4 per e2e service, keep this run under about 30 connections.
 for mod in pkg/integrationkit migrations logistics finance e2e; do
   echo "== $mod"
-  (cd "$mod" && go test -race -count=1 -timeout 15m ./...) || status=1
+  (cd "$mod" && go test -race -count=1 -p 2 -parallel 2 -timeout 15m ./...) || status=1
 done
 
 # fuzz MODULE PACKAGE TARGET EXECS runs one target for a few seconds beyond its

@@ -23,6 +23,7 @@ import (
 
 	"handoff/e2e/faultproxy"
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
@@ -126,8 +127,9 @@ func New(t testing.TB, opts Options) *Env {
 		"API_TOKENS":     "clerk:" + ClerkToken + ",ops:" + OpsToken + ",warehouse:" + WarehouseToken,
 		"WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(SecretKey),
 		"LOG_LEVEL":      "debug",
-		// Small pools: many services share the test server's max_connections.
-		"DB_MAX_CONNS": "10",
+		// Small pools: `make test` runs two environments at a time, each of two or
+		// three services, on a server that other suites may share.
+		"DB_MAX_CONNS": "4",
 	}
 	env.Logistics = NewService(t, filepath.Join(bin, "logistics"), merge(common,
 		map[string]string{"DATABASE_URL": env.LogisticsDB}, opts.LogisticsEnv))
@@ -207,10 +209,14 @@ func Prepare(path, addr string, env map[string]string) *Service {
 		Addr: addr, URL: "http://" + addr, log: &bytes.Buffer{}}
 }
 
+// ReadyWithin is how long a started service gets to answer /readyz: enough for its
+// own wait for a free connection slot when the server is full.
+const ReadyWithin = pgdb.SlotWait + 30*time.Second
+
 // Start runs the process and waits for /readyz, failing the test otherwise.
 func (s *Service) Start(t testing.TB) {
 	t.Helper()
-	if err := s.Run(30 * time.Second); err != nil {
+	if err := s.Run(ReadyWithin); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -35,15 +35,14 @@ const (
 )
 
 type bundle struct {
-	db  *bun.DB
-	url string
-	e   *echo.Echo
+	db *bun.DB
+	e  *echo.Echo
 }
 
 // setup serves the API exactly as finance wires it, over a fresh database.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	db, url := pgtest.NewDB(t, "finance", migrations.Finance())
+	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
 	svc, err := invoice.NewService(db, invoice.Config{Destination: destination})
 	require.NoError(t, err)
 	tokens, err := auth.ParseTokens("clerk:"+clerkToken+",ops:"+opsToken, "clerk", "ops", "warehouse")
@@ -52,7 +51,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 	e := httpserver.New(slog.New(slog.DiscardHandler))
 	invoiceapi.Register(e.Group(""), svc, tokens, idem)
-	return &bundle{db: db, url: url, e: e}
+	return &bundle{db: db, e: e}
 }
 
 // request builds a clerk's JSON request; header holds extra name, value pairs.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -16,11 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"handoff/finance/internal/invoice"
-	"handoff/finance/internal/invoiceapi"
-	"handoff/pkg/integrationkit/auth"
-	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/idempotency"
-	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/problem"
 )
 
@@ -165,9 +160,10 @@ func TestPaymentRules(t *testing.T) {
 }
 
 // TestConcurrentFullPaymentsSettleOnce sends 24 full payments of one invoice at the
-// same instant, each on its own HTTP and database connection: with 24 different
-// payment ids (one is recorded, the others find the invoice paid), and as 24 copies
-// of one payment (one is recorded, the others find it recorded).
+// same instant, each on its own HTTP connection, racing for the pool's database
+// connections: with 24 different payment ids (one is recorded, the others find the
+// invoice paid), and as 24 copies of one payment (one is recorded, the others find it
+// recorded).
 func TestConcurrentFullPaymentsSettleOnce(t *testing.T) {
 	t.Parallel()
 	const n = 24
@@ -184,7 +180,8 @@ func TestConcurrentFullPaymentsSettleOnce(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			inv := b.issue(t, "cust-42", 12000)
-			srv := b.serveOwnPool(t, n+2)
+			srv := httptest.NewServer(b.e)
+			t.Cleanup(srv.Close)
 
 			answers := payConcurrently(t, srv.URL+"/v1/invoices/"+inv.ID+"/payments", n, tt.paymentID)
 			require.Equal(t, tt.want, answers)
@@ -242,26 +239,6 @@ func send(client *http.Client, req *http.Request) string {
 		return strconv.Itoa(res.StatusCode)
 	}
 	return strconv.Itoa(res.StatusCode) + " " + strings.TrimPrefix(p.Type, problem.TypeBase)
-}
-
-// serveOwnPool serves the API over a real listener, on a database pool of its own
-// large enough that every concurrent request holds its own connection.
-func (b *bundle) serveOwnPool(t *testing.T, conns int) *httptest.Server {
-	t.Helper()
-	db, err := pgdb.Open(t.Context(), b.url, conns)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	svc, err := invoice.NewService(db, invoice.Config{Destination: destination})
-	require.NoError(t, err)
-	tokens, err := auth.ParseTokens("clerk:"+clerkToken, "clerk")
-	require.NoError(t, err)
-	idem, err := idempotency.New(db, idempotency.Config{})
-	require.NoError(t, err)
-	e := httpserver.New(slog.New(slog.DiscardHandler))
-	invoiceapi.Register(e.Group(""), svc, tokens, idem)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 func TestRefundRules(t *testing.T) {

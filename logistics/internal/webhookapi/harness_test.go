@@ -20,7 +20,6 @@ import (
 
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/httpserver"
-	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 	"handoff/pkg/integrationkit/webhook"
 
@@ -40,10 +39,7 @@ type harness struct {
 
 func setup(t testing.TB) harness {
 	t.Helper()
-	// Enough connections for every concurrent request to hold its own.
-	db, err := pgdb.Open(context.Background(), pgtest.NewURL(t, "logistics", migrations.Logistics()), 32)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	db, _ := pgtest.NewDB(t, "logistics", migrations.Logistics())
 
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)

@@ -13,7 +13,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/inbox"
-	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
@@ -37,10 +36,7 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	// Enough connections for every concurrent request to hold its own.
-	db, err := pgdb.Open(context.Background(), pgtest.NewURL(t, "inbox", schema), 32)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	db, _ := pgtest.NewDB(t, "inbox", schema)
 	in, err := inbox.New("test_inbox")
 	require.NoError(t, err)
 	return bundle{db: db, in: in}
@@ -147,9 +143,9 @@ func TestProcessRejectsInvalidItems(t *testing.T) {
 	}
 }
 
-// Identical requests at the same instant, each in its own transaction and so on its
-// own pooled connection: the first insert wins, the others wait on the primary key
-// and then see a duplicate.
+// Identical requests at the same instant, each in its own transaction, as many at
+// once as the pool has connections: the first insert wins, the others wait on the
+// primary key and then see a duplicate.
 func TestProcessConcurrentIdenticalRequestsApplyOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -14,6 +14,7 @@ import (
 
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/outbox/outboxtest"
+	"handoff/pkg/integrationkit/pgtest"
 )
 
 func TestMain(m *testing.M) {
@@ -76,7 +77,7 @@ func (b *bundle) detail(t *testing.T, id uuid.UUID) outbox.EventDetail {
 // listen returns a connection LISTENing on the outbox channel.
 func (b *bundle) listen(t *testing.T) *pgx.Conn {
 	t.Helper()
-	conn, err := pgx.Connect(b.ctx, b.url)
+	conn, err := pgtest.Connect(b.ctx, b.url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	_, err = conn.Exec(b.ctx, "LISTEN "+pgx.Identifier{b.store.Channel()}.Sanitize())

@@ -12,6 +12,7 @@ import (
 	"github.com/golang-migrate/migrate/v4"
 	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 )
 
@@ -23,16 +24,18 @@ type Migrator struct {
 }
 
 // NewMigrator prepares migrations from src (files named NNN_name.up.sql / .down.sql)
-// for the database at url, on a connection of its own. Close the migrator when done.
+// for the database at url, on a connection of its own that waits for a free slot like
+// Open's. Close the migrator when done.
 func NewMigrator(url string, src fs.FS) (*Migrator, error) {
 	source, err := iofs.New(src, ".")
 	if err != nil {
 		return nil, fmt.Errorf("read migrations: %w", err)
 	}
-	db, err := sql.Open("pgx", url)
+	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	db := sql.OpenDB(newConnector(cfg))
 	driver, err := migratepgx.WithInstance(db, &migratepgx.Config{})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("migration driver: %w", err), db.Close())

@@ -4,6 +4,8 @@ package pgdb
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,13 +14,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // Open connects to the PostgreSQL database at url and checks that it answers.
-// maxConns bounds the pool (0 keeps database/sql's default of unlimited).
+// maxConns bounds the pool (0 keeps database/sql's default of unlimited). Every
+// connection the pool opens waits for a free slot when the server has none
+// (WaitForSlot), and each attempt gives up after the URL's connect_timeout, 10 s
+// when it sets none.
 //
 // Statements go out in pgx's exec mode (one round trip, unnamed statement) unless the
 // URL names a default_query_exec_mode: bun writes every value into the SQL text, so
@@ -43,14 +48,14 @@ func Open(ctx context.Context, url string, maxConns int) (*bun.DB, error) {
 	if !strings.Contains(url, "idle_in_transaction_session_timeout") {
 		opts = append(opts, stdlib.OptionAfterConnect(setIdleInTransactionTimeout))
 	}
-	sqldb := stdlib.OpenDB(*cfg, opts...)
+	sqldb := sql.OpenDB(newConnector(cfg, opts...))
 	if maxConns > 0 {
 		sqldb.SetMaxOpenConns(maxConns)
 		sqldb.SetMaxIdleConns(maxConns)
 	}
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	db := bun.NewDB(sqldb, pgdialect.New())
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	pingCtx, cancel := context.WithTimeout(ctx, SlotWait+cfg.ConnectTimeout)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		return nil, errors.Join(fmt.Errorf("ping database: %w", err), db.Close())
@@ -71,11 +76,26 @@ func setIdleInTransactionTimeout(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
+// defaultConnectTimeout bounds an attempt to connect when the URL sets no
+// connect_timeout: a server that does not answer fails the attempt instead of
+// hanging it for as long as the kernel keeps trying.
+const defaultConnectTimeout = 10 * time.Second
+
+// newConnector connects with cfg, waiting for a slot and bounding every attempt.
+func newConnector(cfg *pgx.ConnConfig, opts ...stdlib.OptionOpenDB) driver.Connector {
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = defaultConnectTimeout
+	}
+	return slotConnector{stdlib.GetConnector(*cfg, opts...)}
+}
+
 // PostgreSQL SQLSTATE codes the kit and the services act on.
 const (
 	CodeUniqueViolation      = "23505"
 	CodeSerializationFailure = "40001"
 	CodeDeadlockDetected     = "40P01"
+	CodeTooManyConnections   = "53300"
+	CodeObjectInUse          = "55006"
 )
 
 // Code returns the SQLSTATE of a PostgreSQL error anywhere in err's chain, or "".

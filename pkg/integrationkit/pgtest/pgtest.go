@@ -3,7 +3,10 @@
 // server without sharing state.
 //
 // The server is the one at TEST_DATABASE_URL (a URL of any database on it, used for
-// administration), by default postgres://postgres@127.0.0.1:5432/postgres.
+// administration), by default postgres://postgres@127.0.0.1:5432/postgres. It may be
+// shared with other suites: every connection pgtest makes, and every pool NewDB opens,
+// waits for a free slot when the server has none (pgdb.WaitForSlot), and a test's pool
+// holds at most MaxConns connections.
 package pgtest
 
 import (
@@ -25,6 +28,12 @@ import (
 
 	"handoff/pkg/integrationkit/pgdb"
 )
+
+// MaxConns is the most connections the pool of NewDB opens; a test racing requests
+// against each other has them take turns on these. `make test` runs two packages and
+// two tests in each at a time, so its unit tests hold at most four times this, plus
+// one short-lived admin connection per test creating or dropping a database.
+const MaxConns = 6
 
 // DefaultAdminURL is used when TEST_DATABASE_URL is unset.
 const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
@@ -79,7 +88,7 @@ func NewURL(t testing.TB, name string, src fs.FS) string {
 func NewDB(t testing.TB, name string, src fs.FS) (*bun.DB, string) {
 	t.Helper()
 	u := NewURL(t, name, src)
-	db, err := pgdb.Open(context.Background(), u, 20)
+	db, err := pgdb.Open(context.Background(), u, MaxConns)
 	if err != nil {
 		t.Fatalf("pgtest: open: %v", err)
 	}
@@ -119,7 +128,7 @@ func templateName(name string, src fs.FS) (string, error) {
 func ensureTemplate(ctx context.Context, tmpl string, src fs.FS) error {
 	conn, err := adminConnect(ctx)
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", redact(AdminURL()), err)
+		return err
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('pgtest:' || $1))`, tmpl); err != nil {
@@ -147,27 +156,41 @@ func ensureTemplate(ctx context.Context, tmpl string, src fs.FS) error {
 	return err
 }
 
-// adminConnect connects to the admin database, waiting out "too many clients": many
-// test packages run at once, and a slot frees as soon as one of their tests ends.
-func adminConnect(ctx context.Context) (*pgx.Conn, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		conn, err := pgx.Connect(ctx, AdminURL())
-		if err == nil || pgdb.Code(err) != "53300" || time.Now().After(deadline) {
-			return conn, err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+// Connect opens one connection to url for a test's own queries, waiting for a free
+// slot like every connection pgtest makes.
+func Connect(ctx context.Context, url string) (*pgx.Conn, error) {
+	return pgdb.WaitForSlot(ctx, func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, url) })
 }
 
+// adminConnect connects to the admin database, waiting for a free slot: many test
+// packages run at once, other suites may share the server, and a slot frees as soon
+// as one of their tests ends.
+func adminConnect(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := Connect(ctx, AdminURL())
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", redact(AdminURL()), err)
+	}
+	return conn, nil
+}
+
+// adminExec runs one statement on an admin connection of its own. CREATE DATABASE
+// fails with object_in_use (55006) while another session is connected to its template
+// (autovacuum, another suite's tool looking at it); such a session does not stay, so
+// the statement is tried again for up to a minute.
 func adminExec(ctx context.Context, sql string) error {
 	conn, err := adminConnect(ctx)
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", redact(AdminURL()), err)
+		return err
 	}
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql)
-	return err
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err = conn.Exec(ctx, sql)
+		if pgdb.Code(err) != pgdb.CodeObjectInUse || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func withDatabase(raw, db string) string {
