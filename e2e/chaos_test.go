@@ -39,11 +39,17 @@ var chaosConfig = map[string]string{
 type scenario struct {
 	name  string
 	proxy bool
+	// slow puts a slowReceiver between finance and logistics (the inject's slow).
+	slow bool
 	// batch runs the dispatcher with DISPATCH_MODE=batch.
-	batch  bool
-	inject func(t *testing.T, env *harness.Env, api *harness.Service, stop <-chan struct{}) (int, error)
+	batch bool
+	// config overrides chaosConfig.
+	config map[string]string
+	inject func(t *testing.T, env *harness.Env, slow *slowReceiver, stop <-chan struct{}) (int, error)
 	// api picks the finance process the clerks talk to (a second replica, say).
 	api func(t *testing.T, env *harness.Env) *harness.Service
+	// check proves what the scenario adds to the common invariants.
+	check func(t *testing.T, env *harness.Env, slow *slowReceiver)
 }
 
 // streamDuration is how long the payment stream (and so the faults) lasts.
@@ -98,23 +104,23 @@ func inBatchMode(sc scenario) scenario {
 var scenarios = append(baseScenarios, inBatchMode(baseScenarios[0]), inBatchMode(baseScenarios[5]))
 
 var baseScenarios = []scenario{
-	{name: "logistics SIGKILL every 300ms", inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+	{name: "logistics SIGKILL every 300ms", inject: func(t *testing.T, env *harness.Env, _ *slowReceiver, stop <-chan struct{}) (int, error) {
 		return every(300*time.Millisecond, stop, func() error { return restart(env.Logistics) })
 	}},
-	{name: "finance SIGKILL mid-batch", inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+	{name: "finance SIGKILL mid-batch", inject: func(t *testing.T, env *harness.Env, _ *slowReceiver, stop <-chan struct{}) (int, error) {
 		return every(700*time.Millisecond, stop, func() error { return restart(env.Finance) })
 	}},
 	{name: "two finance replicas, one killed", api: func(t *testing.T, env *harness.Env) *harness.Service {
 		b := env.NewFinance(t, nil)
 		b.Start(t)
 		return b
-	}, inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+	}, inject: func(t *testing.T, env *harness.Env, _ *slowReceiver, stop <-chan struct{}) (int, error) {
 		return every(500*time.Millisecond, stop, func() error { return restart(env.Finance) })
 	}},
-	{name: "pg_terminate_backend on both", inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+	{name: "pg_terminate_backend on both", inject: func(t *testing.T, env *harness.Env, _ *slowReceiver, stop <-chan struct{}) (int, error) {
 		return every(250*time.Millisecond, stop, func() error { return terminateBackends(env) })
 	}},
-	{name: "proxy faults then healed", proxy: true, inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+	{name: "proxy faults then healed", proxy: true, inject: func(t *testing.T, env *harness.Env, _ *slowReceiver, stop <-chan struct{}) (int, error) {
 		faults := []struct {
 			f     faultproxy.Fault
 			delay time.Duration
@@ -130,7 +136,7 @@ var baseScenarios = []scenario{
 		env.Proxy.Set(faultproxy.Pass, 0)
 		return n, err
 	}},
-	{name: "responses lost after apply", proxy: true, inject: func(t *testing.T, env *harness.Env, _ *harness.Service, stop <-chan struct{}) (int, error) {
+	{name: "responses lost after apply", proxy: true, inject: func(t *testing.T, env *harness.Env, _ *slowReceiver, stop <-chan struct{}) (int, error) {
 		drop := false
 		n, err := every(400*time.Millisecond, stop, func() error {
 			drop = !drop
@@ -144,6 +150,14 @@ var baseScenarios = []scenario{
 		env.Proxy.Set(faultproxy.Pass, 0)
 		return n, err
 	}},
+	{name: "receiver hangs past the settle window", slow: true, config: defaultPatience, check: checkHangs,
+		inject: func(t *testing.T, _ *harness.Env, slow *slowReceiver, stop <-chan struct{}) (int, error) {
+			return holdNowAndThen(slow, time.Minute, stop) // longer than the dispatcher waits
+		}},
+	{name: "receiver answers 2xx slowly", slow: true, config: defaultPatience, check: checkSlowAnswers,
+		inject: func(t *testing.T, _ *harness.Env, slow *slowReceiver, stop <-chan struct{}) (int, error) {
+			return holdNowAndThen(slow, slowAnswer, stop)
+		}},
 }
 
 func terminateBackends(env *harness.Env) error {
@@ -203,12 +217,21 @@ func TestChaos(t *testing.T) {
 type chaosRow struct{ events, faults, duplicates, lost int }
 
 func runScenario(t *testing.T, sc scenario, invoices int) chaosRow {
-	cfg := chaosConfig
+	cfg := maps.Clone(chaosConfig)
+	maps.Copy(cfg, sc.config)
 	if sc.batch {
-		cfg = maps.Clone(chaosConfig)
 		cfg["DISPATCH_MODE"] = "batch"
 	}
-	env := harness.New(t, harness.Options{Proxy: sc.proxy, FinanceEnv: cfg})
+	opts := harness.Options{Proxy: sc.proxy, FinanceEnv: cfg}
+	var slow *slowReceiver
+	if sc.slow {
+		slow = newSlowReceiver(t)
+		opts.LogisticsURL = slow.URL
+	}
+	env := harness.New(t, opts)
+	if slow != nil {
+		slow.to(t, env)
+	}
 	api := env.Finance
 	if sc.api != nil {
 		api = sc.api(t, env)
@@ -217,7 +240,7 @@ func runScenario(t *testing.T, sc scenario, invoices int) chaosRow {
 	var faults int
 	var injectErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { faults, injectErr = sc.inject(t, env, api, stop) })
+	wg.Go(func() { faults, injectErr = sc.inject(t, env, slow, stop) })
 	paid := payStream(t, api, invoices, streamDuration())
 	close(stop)
 	wg.Wait()
@@ -229,7 +252,11 @@ func runScenario(t *testing.T, sc scenario, invoices int) chaosRow {
 	require.Eventually(t, func() bool {
 		return query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox WHERE delivery_status <> 'delivered' OR lease_token IS NOT NULL`) == 0
 	}, 120*time.Second, 50*time.Millisecond, "outbox drained after healing")
-	return checkInvariants(t, env, paid, faults)
+	row := checkInvariants(t, env, paid, faults)
+	if sc.check != nil {
+		sc.check(t, env, slow)
+	}
+	return row
 }
 
 // ensureUp starts s if its process is gone, and waits for it to be ready: a live
@@ -346,7 +373,8 @@ func decodeInto(r harness.Response, v any) error {
 
 // checkInvariants proves the promise in both databases: every paid invoice has
 // exactly one shipment in waiting (or later), one processed event per outbox key and
-// no other, and no outbox row undelivered, failed or leased.
+// no other, no outbox row undelivered, failed or leased, and every request counted
+// with its attempt row, none after a 2xx.
 func checkInvariants(t *testing.T, env *harness.Env, paid []string, faults int) chaosRow {
 	t.Helper()
 	outboxKeys := keys(t, env.FinanceDB, `SELECT idempotency_key FROM finance_outbox`)
@@ -363,6 +391,12 @@ func checkInvariants(t *testing.T, env *harness.Env, paid []string, faults int) 
 	}
 	require.Equal(t, 0, query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox
 		WHERE delivery_status <> 'delivered' OR lease_token IS NOT NULL`), "no outbox row undelivered, failed or leased")
+	require.Equal(t, 0, query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox o
+		WHERE o.request_count <> (SELECT count(*) FROM finance_outbox_attempts a WHERE a.outbox_id = o.id)`),
+		"every request counted has its attempt row, and no other")
+	require.Equal(t, 0, query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox_attempts a
+		JOIN finance_outbox o ON o.id = a.outbox_id WHERE a.status_code BETWEEN 200 AND 299 AND a.attempt_no <> o.request_count`),
+		"no request follows a settled 2xx")
 	paidInFinance := query[int](t, env.FinanceDB, `SELECT count(*) FROM invoices WHERE status = 'paid'`)
 	require.Equal(t, len(paid), paidInFinance, "every payment the clerks saw is in finance, and no other")
 	require.Equal(t, paidInFinance, query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox WHERE event_type = 'invoice.paid'`))
