@@ -2,9 +2,9 @@
 -- settles the attempt or moves the circuit, so a replica that dies right after cannot
 -- lose them: any replica's pager takes what is owed and clears it in one transaction.
 
--- The page an event's last settled attempt owes ('dead_letter', 'unauthorized'), until
--- a pager records it.
-ALTER TABLE finance_outbox ADD COLUMN page_owed text;
+-- The pages an event's settled attempts owe ('dead_letter', 'unauthorized'), until a
+-- pager records them.
+ALTER TABLE finance_outbox ADD COLUMN page_owed text[];
 CREATE INDEX finance_outbox_page_owed_idx ON finance_outbox (id) WHERE page_owed IS NOT NULL;
 
 -- The last transition of a circuit ('opened', 'reopened', 'closed') and the generation

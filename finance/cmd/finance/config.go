@@ -41,7 +41,8 @@ const envDoc = `Environment:
   DB_MAX_CONNS           database connection pool size (default 8)
   API_TOKENS             role:token or role:name:token, comma-separated, with roles
                          clerk, ops, warehouse (tokens ≥ 16 chars, no ':'); a name keeps
-                         a caller's Idempotency-Keys across a token rotation
+                         a caller's Idempotency-Keys across a token rotation (an unnamed
+                         token is a caller of its own)
   WEBHOOK_SECRET         Standard Webhooks secret whsec_<base64> (required for serve);
                          several, space-separated, during a rotation: each one signs
   LOGISTICS_WEBHOOK_URL  where events go (default http://127.0.0.1:8082/webhooks/finance)

@@ -128,13 +128,14 @@ func (e entry) principal() string {
 	return e.role + ":" + hex.EncodeToString(e.hash[:6])
 }
 
-// caller names who is calling for good: "role:name", or the role alone for a token
-// without a name; it survives the rotation of the token.
+// caller names who is calling for good: "role:name", which survives the rotation of
+// the token; a token without a name is a caller of its own (its principal), so two
+// unnamed tokens of one role never share what a caller owns.
 func (e entry) caller() string {
 	if e.name != "" {
 		return e.role + ":" + e.name
 	}
-	return e.role
+	return e.principal()
 }
 
 // Principal returns the authenticated principal of the request ("role:name", or
@@ -145,9 +146,9 @@ func Principal(c echo.Context) string {
 	return p
 }
 
-// Caller returns the stable caller of the request ("role:name", or the role alone
-// for a token without a name), or "": what a caller owns across requests is scoped
-// to it, so rotating a token changes nothing it sees.
+// Caller returns the stable caller of the request, or "": "role:name" for a named
+// token, so rotating the token (several tokens of one name) changes nothing the caller
+// owns across requests; for a token without a name, its principal ("role:digest").
 func Caller(c echo.Context) string {
 	p, _ := c.Get(callerKey).(string)
 	return p

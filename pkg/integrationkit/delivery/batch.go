@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -58,10 +57,12 @@ type BatchAnswer struct {
 // claim hands out only heads) in one request and settles every item in one statement.
 //
 // A refusal of the whole request never dead-letters the events inside it: a batch the
-// receiver finds too large (400 or 413) is split in halves, and the receiver is never
-// sent a larger one again; any other refusal (404 or 405 from a receiver without the
-// batch endpoint, 415, a 2xx that is no batch answer, …) sends the events as single
-// requests, and the destination gets single requests for a while. Failures of the
+// receiver finds too large (400 or 413) is halved, and the receiver is never sent a
+// larger one again; any other refusal (404 or 405 from a receiver without the batch
+// endpoint, 415, a 2xx that is no batch answer, …) gets the destination single
+// requests for a while. Each claim sends one request (or one round of single
+// requests); what does not fit, or was refused, is released to the queue, so no event
+// is sent after its lease could have run out. Failures of the
 // whole request that the outcome table retries (5xx, 408, 409, 425, 429, 401, 403,
 // timeouts, connection errors) are settled for every item alike.
 func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
@@ -71,10 +72,10 @@ func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
 		return
 	}
 	if limit := d.receivers.batchLimit(dest, d.cfg.Batch); len(recs) > limit {
-		for chunk := range slices.Chunk(recs, limit) {
-			d.deliverBatch(ctx, chunk)
-		}
-		return
+		// One request per claim: what does not fit goes back to the queue at once, to
+		// be sent under a lease of its own rather than after this one ran out.
+		d.release(ctx, recs[limit:])
+		recs = recs[:limit]
 	}
 	permit, ok := d.admit(ctx, recs)
 	if !ok {
@@ -118,24 +119,28 @@ func refused(dec Decision, res response) bool {
 	return dec.Action == DeadLetter || dec.Action == Deliver
 }
 
-// fallBack delivers the events of a batch the receiver refused as a whole: in halves
-// when it found the batch too large, else one request per event.
+// fallBack handles a batch the receiver refused as a whole. A batch it found too
+// large lowers the destination's batch limit; any other refusal gets the destination
+// single requests for a while. Either way the events go back to the queue, and the
+// next claim sends them as the receiver asked, under fresh leases. A lone event
+// refused as too large is sent on its own at once: its single request decides.
 func (d *Dispatcher) fallBack(ctx context.Context, recs []outbox.Record, res response) {
 	dest := recs[0].Destination
 	tooLarge := res.status == http.StatusBadRequest || res.status == http.StatusRequestEntityTooLarge
-	if tooLarge && len(recs) > 1 {
-		limit := d.receivers.lowerBatchLimit(dest, len(recs)/2)
-		d.log.WarnContext(ctx, "batch refused as too large; splitting it", "destination", dest,
-			"status_code", res.status, "events", len(recs), "batch_limit", limit)
-		d.deliverBatch(ctx, recs)
+	switch {
+	case tooLarge && len(recs) == 1:
+		d.deliverEach(ctx, recs)
 		return
-	}
-	if !tooLarge {
+	case tooLarge:
+		limit := d.receivers.lowerBatchLimit(dest, len(recs)/2)
+		d.log.WarnContext(ctx, "batch refused as too large; sending smaller ones", "destination", dest,
+			"status_code", res.status, "events", len(recs), "batch_limit", limit)
+	default:
 		d.receivers.preferSingle(dest, time.Now().Add(singleFor))
 		d.log.WarnContext(ctx, "batch endpoint refused the request; sending single requests", "destination", dest,
 			"status_code", res.status, "events", len(recs), "for", singleFor)
 	}
-	d.deliverEach(ctx, recs)
+	d.release(ctx, recs)
 }
 
 // singleFor is how long a destination whose batch endpoint refused a request gets
@@ -145,16 +150,16 @@ const singleFor = 5 * time.Minute
 // eachInFlight bounds the single requests that stand in for one batch.
 const eachInFlight = 16
 
-// deliverEach sends recs as single requests, a bounded number at a time.
+// deliverEach sends up to eachInFlight of recs as single requests at once and gives
+// the rest back to the queue, so every request goes out under a live lease.
 func (d *Dispatcher) deliverEach(ctx context.Context, recs []outbox.Record) {
+	if len(recs) > eachInFlight {
+		d.release(ctx, recs[eachInFlight:])
+		recs = recs[:eachInFlight]
+	}
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, eachInFlight)
 	for _, rec := range recs {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			d.deliver(ctx, rec)
-		})
+		wg.Go(func() { d.deliver(ctx, rec) })
 	}
 	wg.Wait()
 }

@@ -144,7 +144,7 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		claimed := 0
 		limit := min(free, d.cfg.Batch)
 		if d.cfg.Mode == ModeBatch {
-			limit = d.cfg.Batch // one slot carries a whole batch
+			limit = d.receivers.claimLimit(d.cfg.Batch) // one slot carries a whole batch
 		}
 		if free > 0 {
 			recs, err := d.claim(ctx, limit)

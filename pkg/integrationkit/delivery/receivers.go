@@ -60,3 +60,23 @@ func (r *receivers) singleOnly(dest string) bool {
 	}
 	return ok
 }
+
+// claimLimit is how many events one claim of a batch-mode dispatcher should take, at
+// most max: no more than the smallest batch a destination accepts, or than one round
+// of single requests while a destination gets those, so that little is claimed only
+// to be released. (With several destinations this is conservative.)
+func (r *receivers) claimLimit(max int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := max
+	for _, l := range r.limit {
+		n = min(n, l)
+	}
+	now := time.Now()
+	for _, until := range r.singleUntil {
+		if now.Before(until) {
+			n = min(n, eachInFlight)
+		}
+	}
+	return n
+}

@@ -103,10 +103,8 @@ func (d *Dispatcher) settle(ctx context.Context, items []outbox.Settlement) int 
 
 // release gives the records back without an attempt.
 func (d *Dispatcher) release(ctx context.Context, recs []outbox.Record) {
-	for _, rec := range recs {
-		if err := d.store.Release(ctx, d.db, rec); err != nil {
-			d.log.WarnContext(ctx, "release failed; the lease will expire", "event_id", rec.ID, "err", err)
-		}
+	if err := d.store.Release(ctx, d.db, recs...); err != nil {
+		d.log.WarnContext(ctx, "release failed; the leases will expire", "events", len(recs), "err", err)
 	}
 }
 

@@ -24,6 +24,12 @@
 // (Flush) cannot sit behind the middleware. Changes a handler makes outside
 // pgdb.RunInTx are not part of the transaction and commit on their own.
 //
+// The transaction holds one pool connection for the whole request. A keyed handler
+// should do all its database work through pgdb.RunInTx on the request's context:
+// one that also takes a second connection from the same pool can, with the pool
+// exhausted by keyed requests, wait for a connection that none of them will free
+// until AbandonAfter.
+//
 // The table (default idempotency_keys) needs the columns principal text, key text,
 // request_hash bytea, state text ('in_flight' or 'done'), response_status int,
 // response_headers jsonb, response_body bytea, locked_at timestamptz and

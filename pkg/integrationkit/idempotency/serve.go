@@ -133,7 +133,9 @@ func (m *Middleware) run(c echo.Context, next echo.HandlerFunc, ctx context.Cont
 
 	status := cmp.Or(rec.status, http.StatusOK)
 	headers := handlerHeaders(before, orig.Header())
-	if status < http.StatusInternalServerError {
+	if status >= http.StatusInternalServerError {
+		_ = tx.Rollback() // free the key before the answer: the client's retry may come at once
+	} else {
 		if err := m.commit(ctx, tx, handlerTx, k, status, headers, rec.body.Bytes()); err != nil {
 			for name := range headers { // neither the change nor its answer committed
 				orig.Header().Del(name)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"handoff/pkg/integrationkit/pgdb"
 )
@@ -96,8 +97,9 @@ type Outcome struct {
 	// Label names the outcome in the attempt log (delivered, retry, dead_letter, …).
 	Label string
 	// Page, when set, names the page on-call is owed for this outcome (e.g.
-	// "dead_letter"). It is written with the outcome and stays owed in the row until a
-	// pager takes it (TakeOwedPages), so no crash between the two can lose it.
+	// "dead_letter"). It is written with the outcome and stays owed in the row, beside
+	// any other page still owed, until a pager takes it (TakeOwedPages), so no crash
+	// between the two can lose it.
 	Page string
 }
 
@@ -190,13 +192,23 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// Release gives up a lease without an attempt (a dispatcher shutting down), so the
-// event is claimable again at once.
-func (s *Store) Release(ctx context.Context, db bun.IDB, rec Record) error {
-	_, err := db.NewRaw(`UPDATE ? SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-		WHERE id = ? AND lease_token = ?`, bun.Ident(s.table), rec.ID, rec.LeaseToken).Exec(ctx)
+// Release gives up the leases of recs without an attempt (a dispatcher shutting
+// down, or one that will not send them under this lease), in one statement, so the
+// events are claimable again at once. A lease already taken over is left alone.
+func (s *Store) Release(ctx context.Context, db bun.IDB, recs ...Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	ids, tokens := make([]string, len(recs)), make([]string, len(recs))
+	for i, rec := range recs {
+		ids[i], tokens[i] = rec.ID.String(), rec.LeaseToken.String()
+	}
+	_, err := db.NewRaw(`UPDATE ? AS o SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+		FROM unnest(?::uuid[], ?::uuid[]) AS r(id, token)
+		WHERE o.id = r.id AND o.lease_token = r.token`,
+		bun.Ident(s.table), pgdialect.Array(ids), pgdialect.Array(tokens)).Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("outbox: release %s: %w", rec.ID, err)
+		return fmt.Errorf("outbox: release %d events: %w", len(recs), err)
 	}
 	return nil
 }

@@ -21,7 +21,8 @@ type OwedPage struct {
 	Snippet string `bun:"snippet"`
 }
 
-// TakeOwedPages takes up to limit owed pages and clears them, in db's transaction:
+// TakeOwedPages takes the owed pages of up to limit events and clears them, in db's
+// transaction (one OwedPage per page: an event may owe several):
 // record them in the same transaction and a page is taken exactly once, whichever
 // replica takes it and whenever the one that settled the event died. Rows another
 // transaction is taking are skipped.
@@ -33,13 +34,14 @@ func (s *Store) TakeOwedPages(ctx context.Context, db bun.IDB, limit int) ([]Owe
 		), taken AS (
 			UPDATE ? AS o SET page_owed = NULL FROM owed
 			WHERE o.id = owed.id
-			RETURNING owed.id, owed.page_owed AS page, o.aggregate_key,
-				o.destination, coalesce(o.last_status_code, 0) AS status_code, coalesce(o.last_error, '') AS error,
+			RETURNING owed.id, owed.page_owed AS pages, o.aggregate_key, o.destination,
+				coalesce(o.last_status_code, 0) AS status_code, coalesce(o.last_error, '') AS error,
 				coalesce(o.failed_reason, '') AS failed_reason
 		)
-		SELECT taken.*, coalesce((SELECT a.response_snippet FROM ? AS a WHERE a.outbox_id = taken.id
-			ORDER BY a.attempt_no DESC LIMIT 1), '') AS snippet
-		FROM taken`,
+		SELECT taken.id, p.page, taken.aggregate_key, taken.destination, taken.status_code, taken.error,
+			taken.failed_reason, coalesce((SELECT a.response_snippet FROM ? AS a WHERE a.outbox_id = taken.id
+				ORDER BY a.attempt_no DESC LIMIT 1), '') AS snippet
+		FROM taken, unnest(taken.pages) AS p(page)`,
 		bun.Ident(s.table), limit, bun.Ident(s.table), bun.Ident(s.table+"_attempts")).Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: take owed pages: %w", err)

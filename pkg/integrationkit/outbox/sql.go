@@ -59,7 +59,8 @@ func newStatements(table string) statements {
 				last_status_code = CASE WHEN v.sent = 1 THEN NULLIF(v.code, 0) ELSE o.last_status_code END,
 				last_error = CASE WHEN v.sent = 1 OR v.error <> '' THEN NULLIF(v.error, '') ELSE o.last_error END,
 				failed_reason = NULLIF(v.failed_reason, ''),
-				page_owed = coalesce(NULLIF(v.page, ''), o.page_owed),
+				page_owed = CASE WHEN v.page = '' OR v.page = ANY(coalesce(o.page_owed, '{}')) THEN o.page_owed
+					ELSE coalesce(o.page_owed, '{}') || v.page END,
 				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
 			FROM v WHERE o.id = v.id AND o.lease_token = v.token
 			RETURNING o.id, o.request_count

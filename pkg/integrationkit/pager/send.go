@@ -6,8 +6,10 @@ import (
 	"time"
 )
 
-// claimBatch is how many due alerts one replica takes at a time.
-const claimBatch = 20
+// claimBatch is how many due alerts one replica takes at a time: one, because the
+// claim's lease covers one send (SendTimeout); a batch sent one by one to a slow Slack
+// would outlive the lease of its last alerts and another replica would send them too.
+const claimBatch = 1
 
 // sendLoop sends due alerts, then sleeps until the next is due, a write pokes it, or
 // Poll passes (another replica may have recorded something).

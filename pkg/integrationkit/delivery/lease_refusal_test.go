@@ -1,0 +1,103 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"handoff/pkg/integrationkit/delivery"
+	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/outbox/outboxtest"
+)
+
+// A refused batch is never worked off under the one lease of its claim: a receiver
+// that takes one item per batch and answers in 300 ms would make the 20 events of one
+// claim take about 6 s of requests, longer than the 2.5 s lease, and a replica would
+// then send events it no longer holds (twice on the wire, the first attempt never
+// recorded). Every request that reaches the receiver is a settled attempt, and no
+// event is sent again after a success.
+func TestRefusedBatchNeverOutlivesItsLease(t *testing.T) {
+	t.Parallel()
+	db, _, store := outboxtest.Setup(t)
+	ctx := context.Background()
+
+	var mu sync.Mutex
+	requests := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/batch") {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		var req delivery.BatchRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Items) > 1 {
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			return
+		}
+		time.Sleep(300 * time.Millisecond) // a live, slowish receiver: well inside Timeout
+		mu.Lock()
+		requests[req.Items[0].IdempotencyKey]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(delivery.BatchResponse{Items: []delivery.BatchAnswer{
+			{IdempotencyKey: req.Items[0].IdempotencyKey, Status: http.StatusOK}}})
+	}))
+	t.Cleanup(srv.Close)
+
+	const events = 20
+	for i := range events {
+		key := fmt.Sprintf("k-%02d", i)
+		_, err := store.Enqueue(ctx, db, outbox.Event{Type: "t", AggregateKey: key, Sequence: 1,
+			IdempotencyKey: key, Destination: srv.URL + "/hook", Payload: map[string]int{"i": i}})
+		require.NoError(t, err)
+	}
+	startBatch(t, db, store, "splitter", delivery.Config{Batch: 100,
+		Timeout: time.Second, Lease: 2500 * time.Millisecond})
+
+	describe := func() string {
+		var rows []struct {
+			Status   string `bun:"delivery_status"`
+			Attempts int    `bun:"delivery_attempts"`
+			Requests int    `bun:"request_count"`
+			Err      string `bun:"last_error"`
+			N        int    `bun:"n"`
+		}
+		_ = db.NewRaw(`SELECT delivery_status, delivery_attempts, request_count, coalesce(last_error, '') AS last_error, count(*) AS n
+			FROM kit_outbox GROUP BY 1, 2, 3, 4`).Scan(ctx, &rows)
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("outbox %+v; receiver %v", rows, requests)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var pending int
+		require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE delivery_status <> 'delivered'`).Scan(ctx, &pending))
+		if pending == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not all delivered in 30 s: %s", describe())
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // a job still sending under a lost lease would show now
+
+	var attempts int
+	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox_attempts`).Scan(ctx, &attempts))
+	mu.Lock()
+	defer mu.Unlock()
+	sent, twice := 0, 0
+	for _, n := range requests {
+		sent += n
+		if n > 1 {
+			twice++
+		}
+	}
+	require.Equal(t, sent, attempts, "every request that reached the receiver is a settled attempt")
+	require.Zero(t, twice, "no event is sent again while its first request succeeded")
+}
