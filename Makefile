@@ -19,7 +19,7 @@ chaos: ## the full chaos suite: 300 invoices per scenario, 5 runs in a row (minu
 demo: ## invoices paid during a logistics outage, then recovery, on its own services
 	@export PG_ADMIN_URL=$$(scripts/pg.sh ensure) && cd e2e && go run ./cmd/demo
 
-bench: ## SPEC §9 benchmark against the pgx ceiling, both delivery modes (many minutes)
+bench: ## the full benchmark against the pgx ceiling, both delivery modes (many minutes)
 	@url=$$(scripts/pg.sh ensure) && export PG_ADMIN_URL=$$url TEST_DATABASE_URL=$$url && \
 		cd e2e && go run ./cmd/bench
 

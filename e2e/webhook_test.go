@@ -114,7 +114,8 @@ func TestConcurrentIdenticalWebhooksApplyOnce(t *testing.T) {
 	require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM shipments WHERE invoice_id = $1 AND state = 'waiting'`, invoiceID))
 }
 
-// Every bad-input row of SPEC §4.1 gets its status and stores nothing.
+// Every bad-input row of the consumer's answers (docs/contract.md) gets its status
+// and stores nothing.
 func TestBadWebhooksStoreNothing(t *testing.T) {
 	t.Parallel()
 	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})

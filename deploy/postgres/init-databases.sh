@@ -2,7 +2,7 @@
 # Creates the role and the database of each handoff service. The postgres image runs
 # /docker-entrypoint-initdb.d/ once, on the first start with an empty data directory;
 # later starts keep what exists. Each service owns its database and cannot connect to
-# the other's: nothing joins across them (SPEC §1).
+# the other's: nothing joins across them.
 set -euo pipefail
 : "${FINANCE_DB_PASSWORD:?must be set}" "${LOGISTICS_DB_PASSWORD:?must be set}"
 

@@ -19,9 +19,9 @@ var leftToDefaults = map[string]map[string]string{
 	"finance": {
 		"ALERT_GATHER":              "5s for an alert to count its companions before it pages",
 		"ALERT_REPEAT":              "at most one message a minute per alert",
-		"RETENTION_OUTBOX_AGE":      "SPEC §3.5: delivered events are archived after 30 days",
-		"RETENTION_ARCHIVE_AGE":     "SPEC §3.5: the archive keeps a year",
-		"RETENTION_IDEMPOTENCY_AGE": "SPEC §3.1: Idempotency-Key records are kept 24 h",
+		"RETENTION_OUTBOX_AGE":      "delivered events are archived after 30 days",
+		"RETENTION_ARCHIVE_AGE":     "the archive keeps a year",
+		"RETENTION_IDEMPOTENCY_AGE": "Idempotency-Key records are kept 24 h (docs/contract.md)",
 		"RETENTION_BATCH":           "1000 rows per statement keeps locks short",
 		"RECONCILE_SCHEDULE":        "reconciliation every 10 minutes",
 		"RECONCILE_WINDOW":          "each run compares the last hour",
@@ -29,7 +29,7 @@ var leftToDefaults = map[string]map[string]string{
 		"LOGISTICS_API_URL":         "derived from LOGISTICS_WEBHOOK_URL: http://logistics:8082",
 	},
 	"logistics": {
-		"RETENTION_PROCESSED_AGE": "SPEC §3.5: processed events are kept 90 days",
+		"RETENTION_PROCESSED_AGE": "processed events are kept 90 days",
 		"RETENTION_BATCH":         "1000 rows per statement keeps locks short",
 	},
 }

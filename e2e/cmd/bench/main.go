@@ -1,4 +1,4 @@
-// Command bench measures handoff on the real binaries (SPEC §9) and, in the same
+// Command bench measures handoff on the real binaries and, in the same
 // run, the ceiling PostgreSQL sets: the same producer and consumer transactions run
 // straight from pgx with no HTTP. It prints a Markdown table naming the machine,
 // writes the figures as JSON, and ends with one line "e2e/ceiling: 0.NN": the best

@@ -170,7 +170,7 @@ func settings(ss []Setting) string {
 	return strings.Join(parts, ", ")
 }
 
-// rows lists the table in the order of SPEC §9 after the ceiling it is measured against.
+// rows lists the table's measures in order, after the ceiling they are measured against.
 func rows(r *Result) []row {
 	prod := r.Ceiling.ProducerTxPerSec
 	ofProd := func(v float64) float64 {

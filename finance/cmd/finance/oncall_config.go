@@ -21,7 +21,7 @@ type oncallConfig struct {
 	Reconcile    reconcileConfig
 }
 
-// retentionConfig is SPEC §3.5's windows.
+// retentionConfig is the retention windows.
 type retentionConfig struct {
 	Schedule       string
 	OutboxAge      time.Duration

@@ -15,7 +15,7 @@ import (
 	"handoff/pkg/integrationkit/retention"
 )
 
-// newRetention returns finance's retention jobs (SPEC §3.5): delivered events move
+// newRetention returns finance's retention jobs: delivered events move
 // to the archive with their attempts, archived ones and old reconciliation reports
 // are deleted, and so are idempotency keys past their window.
 func newRetention(db *bun.DB, c retentionConfig, log *slog.Logger) (*retention.Runner, error) {

@@ -1,4 +1,4 @@
-// Package invoiceapi is the clerks' HTTP API of finance invoices (SPEC §3.1): JSON
+// Package invoiceapi is the clerks' HTTP API of finance invoices (docs/contract.md): JSON
 // in and out, a bearer token with role clerk on every route, Idempotency-Key honoured
 // on every POST, and every error as application/problem+json with a stable type.
 package invoiceapi

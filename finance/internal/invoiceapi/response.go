@@ -6,7 +6,7 @@ import (
 	"handoff/finance/internal/invoice"
 )
 
-// The response shapes; field names are the contract of SPEC §3.1.
+// The response shapes; field names are part of the contract (docs/contract.md).
 
 type invoiceJSON struct {
 	ID           string     `json:"id"`

@@ -1,4 +1,4 @@
-// Package opsapi is finance's operations API (SPEC §3.6): JSON, a bearer token of role
+// Package opsapi is finance's operations API: JSON, a bearer token of role
 // ops on every route, every error as application/problem+json with a stable type.
 package opsapi
 

@@ -17,7 +17,7 @@ import (
 	"handoff/pkg/integrationkit/schedule"
 )
 
-// retentionConfig is logistics' share of SPEC §3.5.
+// retentionConfig is logistics' share of the retention windows.
 type retentionConfig struct {
 	Schedule     string
 	ProcessedAge time.Duration

@@ -18,7 +18,7 @@ import (
 // Action is what the dispatcher does with an event after one answer.
 type Action int
 
-// The actions of the outcome table (SPEC §3.3).
+// The actions of the outcome table (docs/contract.md).
 const (
 	// Deliver marks the event delivered.
 	Deliver Action = iota + 1

@@ -15,7 +15,7 @@ import (
 	"handoff/pkg/integrationkit/breaker"
 )
 
-// Config tunes a Dispatcher. Zero fields take the defaults of SPEC §2.1.
+// Config tunes a Dispatcher. Zero fields take the defaults documented on each field.
 type Config struct {
 	// Owner names this replica in leases (default: hostname and pid).
 	Owner string

@@ -1,4 +1,4 @@
-// Package metrics exposes the services' Prometheus metrics (SPEC §7) on GET /metrics,
+// Package metrics exposes the services' Prometheus metrics on GET /metrics,
 // each service with a registry of its own (never the global one).
 //
 // For a sender: Delivery observes the dispatcher (deliveries by outcome, request
