@@ -73,7 +73,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 		return err
 	}
 	defer closeOps()
-	if err := registerOps(e, opsSvc, cfg, log); err != nil {
+	if err := registerOps(e, db, opsSvc, cfg, log); err != nil {
 		return err
 	}
 	oc, err := newOncall(db, cfg, log)

@@ -6,8 +6,11 @@
 //
 // A person signs in with an ops token on /ops/login and gets a session cookie that is
 // HttpOnly, SameSite=Strict and holds an HMAC sealed with the token, never the token
-// itself (see auth.Tokens.Login). Every POST must come from the dashboard's own origin
-// and, once signed in, carry the session's CSRF token.
+// itself (see auth.Tokens.Login). Each request is admitted while the token is still
+// configured and the session's record in PostgreSQL lives (see signin), so logout and
+// expiry end it on every replica at once; sign-in is throttled per client address and
+// for everyone together. Every POST must come from the dashboard's own origin and,
+// once signed in, carry the session's CSRF token.
 package opsweb
 
 import (
@@ -27,6 +30,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"handoff/finance/internal/ops"
+	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/auth"
 )
 
@@ -61,15 +65,15 @@ var stylesheet []byte
 // pages are the templates, each rendered inside layout.html.
 var pages = []string{"login", "overview", "events", "event", "trace", "error"}
 
-// Config holds the dashboard's dependencies; Service and Tokens are required.
+// Config holds the dashboard's dependencies; Service, Tokens and SignIns are required.
 type Config struct {
 	Service *ops.Service
 	Tokens  auth.Tokens
+	// SignIns holds the sessions and throttles sign-in, shared by every replica.
+	SignIns *signin.Store
 	// SessionTTL is how long a sign-in lasts (default DefaultSessionTTL).
 	SessionTTL time.Duration
 	Log        *slog.Logger
-	// Now is the clock of sessions (default time.Now).
-	Now func() time.Time
 }
 
 // Dashboard serves the pages.
@@ -83,12 +87,12 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.Service == nil {
 		return nil, errors.New("opsweb: Service is required")
 	}
+	if cfg.SignIns == nil {
+		return nil, errors.New("opsweb: SignIns is required")
+	}
 	cfg.SessionTTL = cmp.Or(cfg.SessionTTL, DefaultSessionTTL)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	d := &Dashboard{cfg: cfg, pages: map[string]*template.Template{}}
 	for _, name := range pages {
@@ -101,7 +105,9 @@ func New(cfg Config) (*Dashboard, error) {
 	return d, nil
 }
 
-// Register mounts the dashboard under /ops on e.
+// Register mounts the dashboard under /ops on e. Its client addresses (the throttle's
+// and the logs') are e's Context.RealIP: configure e's trusted proxies
+// (httpserver.Proxies) before serving.
 func (d *Dashboard) Register(e *echo.Echo) {
 	e.GET("/ops", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, BasePath) })
 	g := e.Group("/ops", securityHeaders, d.renderErrors, middleware.BodyLimit(maxFormBytes), sameOrigin)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -23,10 +22,11 @@ const (
 
 // setSession gives the browser the session cookie: HttpOnly (scripts cannot read it),
 // SameSite=Strict (no other site's page sends it), scoped to the dashboard, Secure
-// when served over TLS.
-func (d *Dashboard) setSession(c echo.Context, value string, expires time.Time) {
+// when served over TLS. Its lifetime is a hint to the browser; the
+// session's record decides.
+func (d *Dashboard) setSession(c echo.Context, value string) {
 	c.SetCookie(&http.Cookie{
-		Name: cookieName, Value: value, Path: BasePath, Expires: expires, MaxAge: int(d.cfg.SessionTTL.Seconds()),
+		Name: cookieName, Value: value, Path: BasePath, MaxAge: int(d.cfg.SessionTTL.Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Scheme() == "https",
 	})
 }
@@ -36,16 +36,22 @@ func (d *Dashboard) clearSession(c echo.Context) {
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Scheme() == "https"})
 }
 
-// requireSession admits requests with a valid session and remembers its principal and
+// requireSession admits a request whose session was made with a token configured now
+// and whose record lives (one primary-key lookup), and remembers its principal and
 // CSRF token; anyone else is sent to the login form, coming back here afterwards.
 func (d *Dashboard) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ck, err := c.Cookie(cookieName)
-		if err == nil {
-			if principal, ok := d.cfg.Tokens.Session(ck.Value, d.cfg.Now(), Role); ok {
-				c.Set(principalKey, principal)
-				c.Set(csrfKey, csrfToken(ck.Value))
-				return next(c)
+		if ck, err := c.Cookie(cookieName); err == nil {
+			if principal, ok := d.cfg.Tokens.Session(ck.Value, Role); ok {
+				live, err := d.cfg.SignIns.Active(c.Request().Context(), ck.Value)
+				if err != nil {
+					return err
+				}
+				if live {
+					c.Set(principalKey, principal)
+					c.Set(csrfKey, csrfToken(ck.Value))
+					return next(c)
+				}
 			}
 		}
 		target := LoginPath
@@ -134,16 +140,4 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Cache-Control", "no-store")
 		return next(c)
 	}
-}
-
-// startSession checks a token from the login form and gives the browser a session.
-func (d *Dashboard) startSession(c echo.Context, token string) error {
-	expires := d.cfg.Now().Add(d.cfg.SessionTTL)
-	value, who, err := d.cfg.Tokens.Login(token, expires, Role)
-	if err != nil {
-		return err
-	}
-	d.setSession(c, value, expires)
-	d.cfg.Log.InfoContext(c.Request().Context(), "dashboard login", "principal", who, "remote", c.RealIP())
-	return nil
 }
