@@ -58,7 +58,8 @@ func registerOps(e *echo.Echo, db *bun.DB, svc *ops.Service, cfg config, log *sl
 	if err != nil {
 		return err
 	}
-	dash, err := opsweb.New(opsweb.Config{Service: svc, Tokens: cfg.Tokens, SignIns: signIns, Log: log})
+	dash, err := opsweb.New(opsweb.Config{Service: svc, Tokens: cfg.Tokens, SignIns: signIns,
+		URL: cfg.Oncall.DashboardURL, Log: log})
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,9 @@
 // itself (see auth.Tokens.Login). Each request is admitted while the token is still
 // configured and the session's record in PostgreSQL lives (see signin), so logout and
 // expiry end it on every replica at once; sign-in is throttled per client address and
-// for everyone together. Every POST must come from the dashboard's own origin and,
-// once signed in, carry the session's CSRF token.
+// for everyone together. The dashboard answers only requests addressed to its own
+// host (Config.URL) and takes a POST only from its own origin with, once signed in,
+// the session's CSRF token in the form body.
 package opsweb
 
 import (
@@ -71,6 +72,11 @@ type Config struct {
 	Tokens  auth.Tokens
 	// SignIns holds the sessions and throttles sign-in, shared by every replica.
 	SignIns *signin.Store
+	// URL is where browsers reach the dashboard (DASHBOARD_URL): only requests for its
+	// host are answered, and a POST must come from its origin. "" or a URL naming a
+	// loopback or unspecified host (the default http://<HTTP_ADDR>/ops/ on a
+	// developer's machine) admits loopback hosts only, on any port.
+	URL string
 	// SessionTTL is how long a sign-in lasts (default DefaultSessionTTL).
 	SessionTTL time.Duration
 	Log        *slog.Logger
@@ -79,6 +85,7 @@ type Config struct {
 // Dashboard serves the pages.
 type Dashboard struct {
 	cfg   Config
+	site  site
 	pages map[string]*template.Template
 }
 
@@ -90,11 +97,15 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.SignIns == nil {
 		return nil, errors.New("opsweb: SignIns is required")
 	}
+	st, err := parseSite(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
 	cfg.SessionTTL = cmp.Or(cfg.SessionTTL, DefaultSessionTTL)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	d := &Dashboard{cfg: cfg, pages: map[string]*template.Template{}}
+	d := &Dashboard{cfg: cfg, site: st, pages: map[string]*template.Template{}}
 	for _, name := range pages {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
@@ -106,11 +117,11 @@ func New(cfg Config) (*Dashboard, error) {
 }
 
 // Register mounts the dashboard under /ops on e. Its client addresses (the throttle's
-// and the logs') are e's Context.RealIP: configure e's trusted proxies
-// (httpserver.Proxies) before serving.
+// and the logs') and scheme are e's Context.RealIP and Context.Scheme: configure e's
+// trusted proxies (httpserver.Proxies) before serving.
 func (d *Dashboard) Register(e *echo.Echo) {
-	e.GET("/ops", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, BasePath) })
-	g := e.Group("/ops", securityHeaders, d.renderErrors, middleware.BodyLimit(maxFormBytes), sameOrigin)
+	g := e.Group("/ops", securityHeaders, d.renderErrors, middleware.BodyLimit(maxFormBytes), d.sameOrigin)
+	g.GET("", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, BasePath) })
 	g.GET("/assets/style.css", serveStylesheet)
 	g.GET("/login", d.loginForm)
 	g.POST("/login", d.login)

@@ -13,8 +13,12 @@ import (
 	"handoff/pkg/integrationkit/outbox"
 )
 
-// errForbidden refuses a request that is not from the dashboard's own pages.
-var errForbidden = errors.New("opsweb: request refused")
+var (
+	// errForbidden refuses a request that is not from the dashboard's own pages.
+	errForbidden = errors.New("opsweb: request refused")
+	// errMisdirected refuses a request addressed to a host that is not the dashboard's.
+	errMisdirected = errors.New("opsweb: request for another host")
+)
 
 // pageErrors maps the errors handlers return to the page shown, in this one place.
 var pageErrors = []struct {
@@ -23,6 +27,7 @@ var pageErrors = []struct {
 	message string
 }{
 	{errForbidden, http.StatusForbidden, "This request did not come from a dashboard page of this server. Reload the page and try again."},
+	{errMisdirected, http.StatusMisdirectedRequest, "The dashboard is not served under this name. Use the address in DASHBOARD_URL."},
 	{outbox.ErrNotFound, http.StatusNotFound, "No outbox event has this id."},
 	{outbox.ErrDelivered, http.StatusConflict, "The event is delivered; it is never sent again by hand."},
 	{outbox.ErrInFlight, http.StatusConflict, "A dispatcher is sending this event right now. Look again in a moment."},

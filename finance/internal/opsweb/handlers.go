@@ -38,12 +38,12 @@ func (d *Dashboard) loginForm(c echo.Context) error {
 	return d.render(c, http.StatusOK, "login", view{Title: "Sign in", Data: loginPage{Next: safeNext(c.QueryParam("next"))}})
 }
 
-// login checks a token from the login form. The throttle decides first, so a client
+// login checks a token from the form body. The throttle decides first, so a client
 // past its limit learns nothing about its token; a refused token stays counted as a
 // failure, a correct one starts a session recorded for every replica.
 func (d *Dashboard) login(c echo.Context) error {
 	ctx := c.Request().Context()
-	next := safeNext(c.FormValue("next"))
+	next := safeNext(formValue(c, "next"))
 	attempt, err := d.cfg.SignIns.Admit(ctx, c.RealIP())
 	var throttled *signin.ThrottledError
 	if errors.As(err, &throttled) {
@@ -53,7 +53,7 @@ func (d *Dashboard) login(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	value, who, err := d.cfg.Tokens.Login(c.FormValue("token"), Role)
+	value, who, err := d.cfg.Tokens.Login(formValue(c, "token"), Role)
 	if errors.Is(err, auth.ErrInvalidToken) || errors.Is(err, auth.ErrForbidden) {
 		d.cfg.Log.WarnContext(ctx, "dashboard login refused", "remote", c.RealIP(), "err", err)
 		return d.render(c, http.StatusUnauthorized, "login", view{Title: "Sign in", Data: loginPage{Next: next, Failed: true}})

@@ -48,12 +48,17 @@ type bundle struct {
 	store    *outbox.Store
 	srv      *httptest.Server
 	client   *http.Client
+	host     string // the Host of every request, when set
 	log      *syncBuffer
 }
 
-// options vary a dashboard from the defaults: an ops and a clerk token.
+// options vary a dashboard from the defaults: no DASHBOARD_URL, no trusted proxy, an
+// ops and a clerk token.
 type options struct {
-	tokens string
+	url     string
+	proxies string
+	tokens  string
+	host    string
 }
 
 func setup(t *testing.T) *bundle { return setupWith(t, options{}) }
@@ -81,12 +86,15 @@ func (b *bundle) replica(t *testing.T, opts options) *bundle {
 	require.NoError(t, err)
 	signIns, err := signin.New(b.db, signin.Config{})
 	require.NoError(t, err)
+	proxies, err := httpserver.ParseProxies(opts.proxies)
+	require.NoError(t, err)
 	r := *b
 	r.log = &syncBuffer{}
-	dash, err := opsweb.New(opsweb.Config{Service: svc, Tokens: tokens, SignIns: signIns,
+	dash, err := opsweb.New(opsweb.Config{Service: svc, Tokens: tokens, SignIns: signIns, URL: opts.url,
 		SessionTTL: time.Hour, Log: slog.New(slog.NewJSONHandler(r.log, nil))})
 	require.NoError(t, err)
 	e := httpserver.New(slog.New(slog.DiscardHandler))
+	proxies.Apply(e)
 	dash.Register(e)
 	r.srv = httptest.NewServer(e)
 	t.Cleanup(r.srv.Close)
@@ -94,6 +102,7 @@ func (b *bundle) replica(t *testing.T, opts options) *bundle {
 	require.NoError(t, err)
 	r.client = &http.Client{Jar: jar, Transport: &http.Transport{DisableKeepAlives: true},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	r.host = opts.host
 	return &r
 }
 
@@ -132,17 +141,29 @@ func (b *bundle) get(t *testing.T, path string) page {
 // post submits a form as a browser on the dashboard's own page would (origin set).
 func (b *bundle) post(t *testing.T, path string, form url.Values, origin string) page {
 	t.Helper()
+	if origin == "" {
+		return b.postWith(t, path, form)
+	}
+	return b.postWith(t, path, form, "Origin", origin)
+}
+
+// postWith submits a form with the header pairs given.
+func (b *bundle) postWith(t *testing.T, path string, form url.Values, headers ...string) page {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, b.srv.URL+path, strings.NewReader(form.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if origin != "" {
-		req.Header.Set("Origin", origin)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	return b.send(t, req)
 }
 
 func (b *bundle) send(t *testing.T, req *http.Request) page {
 	t.Helper()
+	if b.host != "" {
+		req.Host = b.host
+	}
 	resp, err := b.client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -17,23 +17,24 @@ const cookieName = "handoff_ops_session"
 const (
 	principalKey = "opsweb.principal"
 	csrfKey      = "opsweb.csrf"
+	originKey    = "opsweb.origin"
 	csrfField    = "csrf"
 )
 
 // setSession gives the browser the session cookie: HttpOnly (scripts cannot read it),
 // SameSite=Strict (no other site's page sends it), scoped to the dashboard, Secure
-// when served over TLS. Its lifetime is a hint to the browser; the
+// when the dashboard is served over TLS. Its lifetime is a hint to the browser; the
 // session's record decides.
 func (d *Dashboard) setSession(c echo.Context, value string) {
 	c.SetCookie(&http.Cookie{
 		Name: cookieName, Value: value, Path: BasePath, MaxAge: int(d.cfg.SessionTTL.Seconds()),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Scheme() == "https",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(c),
 	})
 }
 
 func (d *Dashboard) clearSession(c echo.Context) {
 	c.SetCookie(&http.Cookie{Name: cookieName, Value: "", Path: BasePath, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Scheme() == "https"})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(c)})
 }
 
 // requireSession admits a request whose session was made with a token configured now
@@ -71,10 +72,12 @@ func csrfToken(session string) string {
 }
 
 // checkCSRF refuses a state-changing request whose form token is not the session's.
+// The token is read from the form body only: one in the URL would sit in logs,
+// history and Referer headers.
 func checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		want, _ := c.Get(csrfKey).(string)
-		got := c.FormValue(csrfField)
+		got := formValue(c, csrfField)
 		if want == "" || !hmac.Equal([]byte(got), []byte(want)) {
 			return errForbidden
 		}
@@ -82,27 +85,9 @@ func checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// sameOrigin refuses a POST that does not come from one of the dashboard's own pages:
-// the browser's Origin (or, without it, Referer) must be this server, and Fetch
-// Metadata must not say cross-site. It guards the login form, which has no session yet.
-func sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if c.Request().Method != http.MethodPost {
-			return next(c)
-		}
-		h := c.Request().Header
-		own := c.Scheme() + "://" + c.Request().Host
-		origin := h.Get("Origin")
-		if origin == "" {
-			if ref, err := url.Parse(h.Get("Referer")); err == nil && ref.Host != "" {
-				origin = ref.Scheme + "://" + ref.Host
-			}
-		}
-		if origin != own || h.Get("Sec-Fetch-Site") == "cross-site" {
-			return errForbidden
-		}
-		return next(c)
-	}
+// formValue is a field of the request's form body, never of its URL query.
+func formValue(c echo.Context, name string) string {
+	return c.Request().PostFormValue(name)
 }
 
 // safeNext returns where to go after logging in: a dashboard path, never elsewhere.
