@@ -27,6 +27,7 @@ var leftToDefaults = map[string]map[string]string{
 		"RECONCILE_WINDOW":          "each run compares the last hour",
 		"RECONCILE_OVERDUE":         "15 minutes past its next attempt is overdue",
 		"LOGISTICS_API_URL":         "derived from LOGISTICS_WEBHOOK_URL: http://logistics:8082",
+		"TRUSTED_PROXIES":           "no proxy stands in front of the published ports: forwarding headers are believed from no one",
 	},
 	"logistics": {
 		"RETENTION_PROCESSED_AGE": "processed events are kept 90 days",

@@ -13,6 +13,7 @@ import (
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/envconf"
+	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/webhook"
 )
 
@@ -21,6 +22,7 @@ type config struct {
 	DatabaseURL    string
 	DBMaxConns     int
 	HTTPAddr       string
+	TrustedProxies httpserver.Proxies
 	Tokens         auth.Tokens
 	WebhookSecrets [][]byte
 	WebhookURL     string
@@ -38,6 +40,9 @@ const envDoc = `Environment:
   DATABASE_URL           postgres URL of the finance database
                          (default postgres://postgres@127.0.0.1:5432/finance?sslmode=disable)
   HTTP_ADDR              listen address (default 127.0.0.1:8081)
+  TRUSTED_PROXIES        CIDRs or IPs, comma-separated, of the reverse proxies whose
+                         X-Forwarded-For and X-Forwarded-Proto are believed (default
+                         none: the client is the connection's peer, loopback included)
   DB_MAX_CONNS           database connection pool size (default 8)
   API_TOKENS             role:token or role:name:token, comma-separated, with roles
                          clerk, ops, warehouse (tokens ≥ 16 chars, no ':'); a name keeps
@@ -70,7 +75,9 @@ const envDoc = `Environment:
   SLACK_TOKEN            a bot token, with
   SLACK_CHANNEL          the channel it posts to; with neither, alerts are only logged
   SLACK_API_URL          Slack Web API base for SLACK_TOKEN (default https://slack.com/api/)
-  DASHBOARD_URL          linked from every page (default http://<HTTP_ADDR>/ops/)
+  DASHBOARD_URL          linked from every page; the dashboard answers only its host and
+                         takes a POST only from its origin (default http://<HTTP_ADDR>/ops/;
+                         a loopback or unspecified host admits any loopback host)
   ALERT_PENDING_AGE      page when the oldest pending event is older (default 5m)
   ALERT_GATHER           a new alert waits this long to count its companions (default 5s)
   ALERT_REPEAT           least time between two messages of one alert (default 1m)
@@ -133,6 +140,11 @@ func parseConfig(lookup func(string) (string, bool)) (config, error) {
 		env.Fail("API_TOKENS", "%v", err)
 	}
 	c.Tokens = tokens
+	proxies, err := httpserver.ParseProxies(env.String("TRUSTED_PROXIES", ""))
+	if err != nil {
+		env.Fail("TRUSTED_PROXIES", "%v", err)
+	}
+	c.TrustedProxies = proxies
 	if raw := env.String("WEBHOOK_SECRET", ""); raw != "" {
 		keys, err := webhook.ParseSecrets(raw)
 		if err != nil {

@@ -28,6 +28,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		"BREAKER_THRESHOLD":     "many",
 		"BREAKER_COOLDOWN":      "-1s",
 		"OUTBOUND_ALLOW":        "10.0.0.0/8,169.254.169.254",
+		"TRUSTED_PROXIES":       "10.0.0.0/8,0.0.0.0/0",
 	}
 	for name, value := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -90,6 +91,16 @@ func TestOutboundAllowDefaultsToNothing(t *testing.T) {
 	cfg, err = parseConfig(func(k string) (string, bool) { return "127.0.0.1/32, logistics.internal:8082", k == "OUTBOUND_ALLOW" })
 	require.NoError(t, err)
 	require.NotZero(t, cfg.OutboundAllow)
+}
+
+func TestTrustedProxiesDefaultToNobody(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseConfig(func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	require.Zero(t, cfg.TrustedProxies, "unset: forwarding headers are believed from no one")
+	cfg, err = parseConfig(func(k string) (string, bool) { return "10.0.0.0/8, 192.0.2.7", k == "TRUSTED_PROXIES" })
+	require.NoError(t, err)
+	require.NotZero(t, cfg.TrustedProxies)
 }
 
 // A webhook URL carrying credentials is refused without echoing the password.

@@ -14,6 +14,7 @@ import (
 	"handoff/finance/internal/opsapi"
 	"handoff/finance/internal/opsweb"
 	"handoff/finance/internal/reconcile"
+	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/outbox"
 )
@@ -49,10 +50,16 @@ func newOps(db *bun.DB, cfg config, log *slog.Logger) (*ops.Service, func(), err
 	return svc, client.Close, nil
 }
 
-// registerOps mounts the ops API (/v1/ops) and the dashboard (/ops/).
-func registerOps(e *echo.Echo, svc *ops.Service, cfg config, log *slog.Logger) error {
+// registerOps mounts the ops API (/v1/ops) and the dashboard (/ops/), whose sign-ins
+// live in db.
+func registerOps(e *echo.Echo, db *bun.DB, svc *ops.Service, cfg config, log *slog.Logger) error {
 	opsapi.Register(e.Group(""), svc, cfg.Tokens)
-	dash, err := opsweb.New(opsweb.Config{Service: svc, Tokens: cfg.Tokens, Log: log})
+	signIns, err := signin.New(db, signin.Config{})
+	if err != nil {
+		return err
+	}
+	dash, err := opsweb.New(opsweb.Config{Service: svc, Tokens: cfg.Tokens, SignIns: signIns,
+		URL: cfg.Oncall.DashboardURL, Log: log})
 	if err != nil {
 		return err
 	}

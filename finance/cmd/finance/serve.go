@@ -58,6 +58,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	defer db.Close()
 
 	e := httpserver.New(log)
+	cfg.TrustedProxies.Apply(e)
 	httpserver.Health(e, func(ctx context.Context) error { return pgdb.CheckCurrent(ctx, db, migrations.Finance()) })
 	svc, err := invoice.NewService(db, invoice.Config{Destination: cfg.WebhookURL})
 	if err != nil {
@@ -73,7 +74,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 		return err
 	}
 	defer closeOps()
-	if err := registerOps(e, opsSvc, cfg, log); err != nil {
+	if err := registerOps(e, db, opsSvc, cfg, log); err != nil {
 		return err
 	}
 	oc, err := newOncall(db, cfg, log)

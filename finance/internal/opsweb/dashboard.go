@@ -6,8 +6,12 @@
 //
 // A person signs in with an ops token on /ops/login and gets a session cookie that is
 // HttpOnly, SameSite=Strict and holds an HMAC sealed with the token, never the token
-// itself (see auth.Tokens.Login). Every POST must come from the dashboard's own origin
-// and, once signed in, carry the session's CSRF token.
+// itself (see auth.Tokens.Login). Each request is admitted while the token is still
+// configured and the session's record in PostgreSQL lives (see signin), so logout and
+// expiry end it on every replica at once; sign-in is throttled per client address and
+// for everyone together. The dashboard answers only requests addressed to its own
+// host (Config.URL) and takes a POST only from its own origin with, once signed in,
+// the session's CSRF token in the form body.
 package opsweb
 
 import (
@@ -27,6 +31,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"handoff/finance/internal/ops"
+	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/auth"
 )
 
@@ -61,20 +66,26 @@ var stylesheet []byte
 // pages are the templates, each rendered inside layout.html.
 var pages = []string{"login", "overview", "events", "event", "trace", "error"}
 
-// Config holds the dashboard's dependencies; Service and Tokens are required.
+// Config holds the dashboard's dependencies; Service, Tokens and SignIns are required.
 type Config struct {
 	Service *ops.Service
 	Tokens  auth.Tokens
+	// SignIns holds the sessions and throttles sign-in, shared by every replica.
+	SignIns *signin.Store
+	// URL is where browsers reach the dashboard (DASHBOARD_URL): only requests for its
+	// host are answered, and a POST must come from its origin. "" or a URL naming a
+	// loopback or unspecified host (the default http://<HTTP_ADDR>/ops/ on a
+	// developer's machine) admits loopback hosts only, on any port.
+	URL string
 	// SessionTTL is how long a sign-in lasts (default DefaultSessionTTL).
 	SessionTTL time.Duration
 	Log        *slog.Logger
-	// Now is the clock of sessions (default time.Now).
-	Now func() time.Time
 }
 
 // Dashboard serves the pages.
 type Dashboard struct {
 	cfg   Config
+	site  site
 	pages map[string]*template.Template
 }
 
@@ -83,14 +94,18 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.Service == nil {
 		return nil, errors.New("opsweb: Service is required")
 	}
+	if cfg.SignIns == nil {
+		return nil, errors.New("opsweb: SignIns is required")
+	}
+	st, err := parseSite(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
 	cfg.SessionTTL = cmp.Or(cfg.SessionTTL, DefaultSessionTTL)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	d := &Dashboard{cfg: cfg, pages: map[string]*template.Template{}}
+	d := &Dashboard{cfg: cfg, site: st, pages: map[string]*template.Template{}}
 	for _, name := range pages {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
@@ -101,10 +116,12 @@ func New(cfg Config) (*Dashboard, error) {
 	return d, nil
 }
 
-// Register mounts the dashboard under /ops on e.
+// Register mounts the dashboard under /ops on e. Its client addresses (the throttle's
+// and the logs') and scheme are e's Context.RealIP and Context.Scheme: configure e's
+// trusted proxies (httpserver.Proxies) before serving.
 func (d *Dashboard) Register(e *echo.Echo) {
-	e.GET("/ops", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, BasePath) })
-	g := e.Group("/ops", securityHeaders, d.renderErrors, middleware.BodyLimit(maxFormBytes), sameOrigin)
+	g := e.Group("/ops", securityHeaders, d.renderErrors, middleware.BodyLimit(maxFormBytes), d.sameOrigin)
+	g.GET("", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, BasePath) })
 	g.GET("/assets/style.css", serveStylesheet)
 	g.GET("/login", d.loginForm)
 	g.POST("/login", d.login)

@@ -2,16 +2,23 @@ package opsweb
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"handoff/finance/internal/invoice"
+	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/outbox"
 )
 
-// errForbidden refuses a request that is not from the dashboard's own pages.
-var errForbidden = errors.New("opsweb: request refused")
+var (
+	// errForbidden refuses a request that is not from the dashboard's own pages.
+	errForbidden = errors.New("opsweb: request refused")
+	// errMisdirected refuses a request addressed to a host that is not the dashboard's.
+	errMisdirected = errors.New("opsweb: request for another host")
+)
 
 // pageErrors maps the errors handlers return to the page shown, in this one place.
 var pageErrors = []struct {
@@ -20,6 +27,7 @@ var pageErrors = []struct {
 	message string
 }{
 	{errForbidden, http.StatusForbidden, "This request did not come from a dashboard page of this server. Reload the page and try again."},
+	{errMisdirected, http.StatusMisdirectedRequest, "The dashboard is not served under this name. Use the address in DASHBOARD_URL."},
 	{outbox.ErrNotFound, http.StatusNotFound, "No outbox event has this id."},
 	{outbox.ErrDelivered, http.StatusConflict, "The event is delivered; it is never sent again by hand."},
 	{outbox.ErrInFlight, http.StatusConflict, "A dispatcher is sending this event right now. Look again in a moment."},
@@ -29,6 +37,8 @@ var pageErrors = []struct {
 type errorPage struct {
 	Status  int
 	Message string
+	// RetryAfter, when positive, is sent as the Retry-After header, in seconds.
+	RetryAfter int
 }
 
 // renderErrors shows the error a handler returned as a page. Known errors say what
@@ -40,6 +50,9 @@ func (d *Dashboard) renderErrors(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		page := d.pageFor(c, err)
+		if page.RetryAfter > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(page.RetryAfter))
+		}
 		if rerr := d.render(c, page.Status, "error", view{Title: http.StatusText(page.Status), Data: page}); rerr != nil {
 			return errors.Join(err, rerr)
 		}
@@ -51,20 +64,29 @@ func (d *Dashboard) pageFor(c echo.Context, err error) errorPage {
 	var he *echo.HTTPError
 	var fe *outbox.FilterError
 	var invalid *invoice.ValidationError
+	var throttled *signin.ThrottledError
 	switch {
 	case errors.As(err, &he) && he.Code < 500:
-		return errorPage{he.Code, http.StatusText(he.Code)}
+		return errorPage{Status: he.Code, Message: http.StatusText(he.Code)}
 	case errors.As(err, &fe):
-		return errorPage{http.StatusBadRequest, "The " + fe.Field + " " + fe.Detail + "."}
+		return errorPage{Status: http.StatusBadRequest, Message: "The " + fe.Field + " " + fe.Detail + "."}
 	case errors.As(err, &invalid):
-		return errorPage{http.StatusBadRequest, "Search for an invoice by its number (INV-004711 or 4711) or its id."}
+		return errorPage{Status: http.StatusBadRequest, Message: "Search for an invoice by its number (INV-004711 or 4711) or its id."}
+	case errors.As(err, &throttled):
+		secs := int(throttled.RetryAfter.Seconds())
+		who := "from your address"
+		if throttled.Everyone {
+			who = "from everywhere"
+		}
+		return errorPage{Status: http.StatusTooManyRequests, RetryAfter: secs,
+			Message: fmt.Sprintf("Too many wrong tokens %s. Try again in %d seconds.", who, secs)}
 	}
 	for _, m := range pageErrors {
 		if errors.Is(err, m.err) {
-			return errorPage{m.status, m.message}
+			return errorPage{Status: m.status, Message: m.message}
 		}
 	}
 	d.cfg.Log.ErrorContext(c.Request().Context(), "dashboard request failed", "err", err,
 		"method", c.Request().Method, "path", c.Path())
-	return errorPage{http.StatusInternalServerError, "Something went wrong on the server; it is logged."}
+	return errorPage{Status: http.StatusInternalServerError, Message: "Something went wrong on the server; it is logged."}
 }

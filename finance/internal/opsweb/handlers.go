@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"handoff/finance/internal/ops"
+	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/outbox"
 )
@@ -37,20 +38,47 @@ func (d *Dashboard) loginForm(c echo.Context) error {
 	return d.render(c, http.StatusOK, "login", view{Title: "Sign in", Data: loginPage{Next: safeNext(c.QueryParam("next"))}})
 }
 
+// login checks a token from the form body. The throttle decides first, so a client
+// past its limit learns nothing about its token; a refused token stays counted as a
+// failure, a correct one starts a session recorded for every replica.
 func (d *Dashboard) login(c echo.Context) error {
-	next := safeNext(c.FormValue("next"))
-	err := d.startSession(c, c.FormValue("token"))
+	ctx := c.Request().Context()
+	next := safeNext(formValue(c, "next"))
+	attempt, err := d.cfg.SignIns.Admit(ctx, c.RealIP())
+	var throttled *signin.ThrottledError
+	if errors.As(err, &throttled) {
+		d.cfg.Log.WarnContext(ctx, "dashboard login throttled", "remote", c.RealIP(),
+			"everyone", throttled.Everyone, "retry_after_s", throttled.RetryAfter.Seconds())
+	}
+	if err != nil {
+		return err
+	}
+	value, who, err := d.cfg.Tokens.Login(formValue(c, "token"), Role)
 	if errors.Is(err, auth.ErrInvalidToken) || errors.Is(err, auth.ErrForbidden) {
-		d.cfg.Log.WarnContext(c.Request().Context(), "dashboard login refused", "remote", c.RealIP(), "err", err)
+		d.cfg.Log.WarnContext(ctx, "dashboard login refused", "remote", c.RealIP(), "err", err)
 		return d.render(c, http.StatusUnauthorized, "login", view{Title: "Sign in", Data: loginPage{Next: next, Failed: true}})
 	}
 	if err != nil {
 		return err
 	}
+	if err := d.cfg.SignIns.Start(ctx, attempt, value, who, d.cfg.SessionTTL); err != nil {
+		return err
+	}
+	d.setSession(c, value)
+	d.cfg.Log.InfoContext(ctx, "dashboard login", "principal", who, "remote", c.RealIP())
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
+// logout ends the session's record, so its cookie is refused by every replica from
+// now on, wherever a copy of it went.
 func (d *Dashboard) logout(c echo.Context) error {
+	ck, err := c.Cookie(cookieName)
+	if err != nil {
+		return err
+	}
+	if err := d.cfg.SignIns.End(c.Request().Context(), ck.Value); err != nil {
+		return err
+	}
 	d.clearSession(c)
 	return c.Redirect(http.StatusSeeOther, LoginPath)
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -18,34 +17,42 @@ const cookieName = "handoff_ops_session"
 const (
 	principalKey = "opsweb.principal"
 	csrfKey      = "opsweb.csrf"
+	originKey    = "opsweb.origin"
 	csrfField    = "csrf"
 )
 
 // setSession gives the browser the session cookie: HttpOnly (scripts cannot read it),
 // SameSite=Strict (no other site's page sends it), scoped to the dashboard, Secure
-// when served over TLS.
-func (d *Dashboard) setSession(c echo.Context, value string, expires time.Time) {
+// when the dashboard is served over TLS. Its lifetime is a hint to the browser; the
+// session's record decides.
+func (d *Dashboard) setSession(c echo.Context, value string) {
 	c.SetCookie(&http.Cookie{
-		Name: cookieName, Value: value, Path: BasePath, Expires: expires, MaxAge: int(d.cfg.SessionTTL.Seconds()),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Scheme() == "https",
+		Name: cookieName, Value: value, Path: BasePath, MaxAge: int(d.cfg.SessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(c),
 	})
 }
 
 func (d *Dashboard) clearSession(c echo.Context) {
 	c.SetCookie(&http.Cookie{Name: cookieName, Value: "", Path: BasePath, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Scheme() == "https"})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(c)})
 }
 
-// requireSession admits requests with a valid session and remembers its principal and
+// requireSession admits a request whose session was made with a token configured now
+// and whose record lives (one primary-key lookup), and remembers its principal and
 // CSRF token; anyone else is sent to the login form, coming back here afterwards.
 func (d *Dashboard) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ck, err := c.Cookie(cookieName)
-		if err == nil {
-			if principal, ok := d.cfg.Tokens.Session(ck.Value, d.cfg.Now(), Role); ok {
-				c.Set(principalKey, principal)
-				c.Set(csrfKey, csrfToken(ck.Value))
-				return next(c)
+		if ck, err := c.Cookie(cookieName); err == nil {
+			if principal, ok := d.cfg.Tokens.Session(ck.Value, Role); ok {
+				live, err := d.cfg.SignIns.Active(c.Request().Context(), ck.Value)
+				if err != nil {
+					return err
+				}
+				if live {
+					c.Set(principalKey, principal)
+					c.Set(csrfKey, csrfToken(ck.Value))
+					return next(c)
+				}
 			}
 		}
 		target := LoginPath
@@ -65,10 +72,12 @@ func csrfToken(session string) string {
 }
 
 // checkCSRF refuses a state-changing request whose form token is not the session's.
+// The token is read from the form body only: one in the URL would sit in logs,
+// history and Referer headers.
 func checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		want, _ := c.Get(csrfKey).(string)
-		got := c.FormValue(csrfField)
+		got := formValue(c, csrfField)
 		if want == "" || !hmac.Equal([]byte(got), []byte(want)) {
 			return errForbidden
 		}
@@ -76,27 +85,9 @@ func checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// sameOrigin refuses a POST that does not come from one of the dashboard's own pages:
-// the browser's Origin (or, without it, Referer) must be this server, and Fetch
-// Metadata must not say cross-site. It guards the login form, which has no session yet.
-func sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if c.Request().Method != http.MethodPost {
-			return next(c)
-		}
-		h := c.Request().Header
-		own := c.Scheme() + "://" + c.Request().Host
-		origin := h.Get("Origin")
-		if origin == "" {
-			if ref, err := url.Parse(h.Get("Referer")); err == nil && ref.Host != "" {
-				origin = ref.Scheme + "://" + ref.Host
-			}
-		}
-		if origin != own || h.Get("Sec-Fetch-Site") == "cross-site" {
-			return errForbidden
-		}
-		return next(c)
-	}
+// formValue is a field of the request's form body, never of its URL query.
+func formValue(c echo.Context, name string) string {
+	return c.Request().PostFormValue(name)
 }
 
 // safeNext returns where to go after logging in: a dashboard path, never elsewhere.
@@ -134,16 +125,4 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Cache-Control", "no-store")
 		return next(c)
 	}
-}
-
-// startSession checks a token from the login form and gives the browser a session.
-func (d *Dashboard) startSession(c echo.Context, token string) error {
-	expires := d.cfg.Now().Add(d.cfg.SessionTTL)
-	value, who, err := d.cfg.Tokens.Login(token, expires, Role)
-	if err != nil {
-		return err
-	}
-	d.setSession(c, value, expires)
-	d.cfg.Log.InfoContext(c.Request().Context(), "dashboard login", "principal", who, "remote", c.RealIP())
-	return nil
 }

@@ -5,19 +5,20 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Browser sessions: a person proves a token once (a login form) and gets a session
-// value to keep in a cookie. The value is an HMAC keyed by the token's digest over an
-// expiry and a random nonce, so it never contains the token, cannot be made without
-// it, and any replica that knows the token verifies it with no shared state. Taking
-// the token out of the configuration ends every session made with it; a session
-// value stays valid until it expires otherwise, so keep lifetimes short.
+// value to keep in a cookie. The value is a random id and an HMAC over it keyed by the
+// token's digest, so it never contains the token, cannot be made without it, and is
+// checked against the tokens configured at the time of each request: taking a token
+// out of the configuration ends every session made with it.
+//
+// A value neither expires nor can be ended by itself. The caller keeps a server-side
+// record of the sessions it started and admits a value only while its record lives;
+// that record decides expiry and logout.
 
 // Refusals of Login.
 var (
@@ -28,14 +29,14 @@ var (
 )
 
 const (
-	sessionPrefix  = "s1."
-	sessionContext = "handoff/auth/session/v1\x00"
-	nonceBytes     = 16
+	sessionPrefix  = "s2."
+	sessionContext = "handoff/auth/session/v2\x00"
+	sessionIDBytes = 32
 )
 
-// Login checks a raw token against roles in constant time and returns a session value
-// valid until expires, with the token's principal.
-func (t Tokens) Login(raw string, expires time.Time, roles ...string) (session, principal string, err error) {
+// Login checks a raw token against roles in constant time and returns a new session
+// value, unique to this login, with the token's principal.
+func (t Tokens) Login(raw string, roles ...string) (session, principal string, err error) {
 	e, ok := t.match(raw)
 	switch {
 	case !ok:
@@ -43,36 +44,31 @@ func (t Tokens) Login(raw string, expires time.Time, roles ...string) (session, 
 	case !slices.Contains(roles, e.role):
 		return "", "", ErrForbidden
 	}
-	payload := make([]byte, 8+nonceBytes)
-	binary.BigEndian.PutUint64(payload, uint64(expires.Unix()))
-	if _, err := rand.Read(payload[8:]); err != nil {
+	id := make([]byte, sessionIDBytes)
+	if _, err := rand.Read(id); err != nil {
 		return "", "", err
 	}
 	enc := base64.RawURLEncoding
-	return sessionPrefix + enc.EncodeToString(payload) + "." + enc.EncodeToString(e.seal(payload)),
-		e.principal(), nil
+	return sessionPrefix + enc.EncodeToString(id) + "." + enc.EncodeToString(e.seal(id)), e.principal(), nil
 }
 
-// Session checks a session value made by Login at time now and returns its principal;
-// ok is false when the value is malformed, forged, expired, of a token no longer
-// configured, or of a role not in roles.
-func (t Tokens) Session(value string, now time.Time, roles ...string) (principal string, ok bool) {
+// Session checks a session value made by Login and returns its principal; ok is false
+// when the value is malformed, forged, of a token no longer configured, or of a role
+// not in roles. Whether the session is still live is the caller's record to say.
+func (t Tokens) Session(value string, roles ...string) (principal string, ok bool) {
 	rest, found := strings.CutPrefix(value, sessionPrefix)
 	if !found {
 		return "", false
 	}
-	p, m, found := strings.Cut(rest, ".")
-	payload, perr := base64.RawURLEncoding.DecodeString(p)
+	i, m, found := strings.Cut(rest, ".")
+	id, ierr := base64.RawURLEncoding.DecodeString(i)
 	mac, merr := base64.RawURLEncoding.DecodeString(m)
-	if !found || perr != nil || merr != nil || len(payload) != 8+nonceBytes {
-		return "", false
-	}
-	if int64(binary.BigEndian.Uint64(payload)) <= now.Unix() {
+	if !found || ierr != nil || merr != nil || len(id) != sessionIDBytes {
 		return "", false
 	}
 	matched := -1
 	for i, e := range t.entries {
-		if hmac.Equal(mac, e.seal(payload)) && matched < 0 {
+		if hmac.Equal(mac, e.seal(id)) && matched < 0 {
 			matched = i
 		}
 	}
@@ -82,10 +78,10 @@ func (t Tokens) Session(value string, now time.Time, roles ...string) (principal
 	return t.entries[matched].principal(), true
 }
 
-// seal is the MAC of a session payload under the token's digest.
-func (e entry) seal(payload []byte) []byte {
+// seal is the MAC of a session id under the token's digest.
+func (e entry) seal(id []byte) []byte {
 	h := hmac.New(sha256.New, e.hash[:])
 	h.Write([]byte(sessionContext))
-	h.Write(payload)
+	h.Write(id)
 	return h.Sum(nil)
 }

@@ -1,6 +1,7 @@
 // Package httpserver builds the echo servers of the services with the same hardening:
 // server timeouts against slow clients, a correlation id on every request, problem+json
-// errors, recovery from panics, access logs, and /healthz and /readyz.
+// errors, recovery from panics, access logs, forwarding headers believed only from
+// trusted proxies, and /healthz and /readyz.
 package httpserver
 
 import (
@@ -25,11 +26,14 @@ import (
 // HeaderRequestID carries the correlation id between clients and services.
 const HeaderRequestID = "X-Request-ID"
 
-// New returns an echo instance with the common middleware and error handler.
+// New returns an echo instance with the common middleware and error handler. It
+// trusts no proxy (see Proxies.Apply): the client's address and scheme are the
+// connection's, whatever forwarding headers say.
 func New(log *slog.Logger) *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
+	Proxies{}.Apply(e)
 	e.HTTPErrorHandler = problem.Handler(log)
 	e.Use(correlation, middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {

@@ -1,0 +1,2 @@
+DROP TABLE finance_dashboard_sign_in_attempts;
+DROP TABLE finance_dashboard_sessions;
