@@ -121,7 +121,7 @@ func newDispatcher(db *bun.DB, cfg config, log *slog.Logger, obs delivery.Observ
 	guard := egress.New(egress.Config{Allow: cfg.OutboundAllow}) // SSRF check on every address dialed
 	warnIfRefused(guard, cfg.WebhookURL, log)
 	return delivery.New(db, store, webhook.NewSigner(cfg.WebhookSecrets), cfg.Dispatch,
-		delivery.Deps{Log: log, Breaker: br, DialContext: guard.DialContext, Observer: obs})
+		delivery.Deps{Log: log, Breaker: br, Guard: guard, Observer: obs})
 }
 
 // warnIfRefused says at start, not as dead letters later, that the guard refuses the
