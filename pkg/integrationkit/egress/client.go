@@ -55,14 +55,15 @@ func (c ClientConfig) withDefaults() ClientConfig {
 	return c
 }
 
-// NewClient returns a client for outgoing calls whose connections all go through d
-// (nil is New(Config{}): public destinations on 80 and 443 only), so each address is
-// checked as it is dialed, and the dial is bounded by d's Timeout. It never uses a
-// proxy from the environment (a proxy would dial on its behalf, past the guard), never
-// follows a redirect (the 3xx is the answer), refuses URLs that CheckURL refuses
-// before any connection, and bounds the TLS handshake, the wait for the response
-// headers, their size, and each whole request, body included, as cfg says. Read
-// bodies with ReadBody to bound their size too.
+// NewClient returns the HTTP client of every outgoing call of the kit and the
+// services; only the healthcheck's request to the process's own /readyz is made
+// without it. Its connections all go through d (nil is New(Config{}): public
+// destinations on 80 and 443 only), so each address is checked as it is dialed, and
+// the dial is bounded by d's Timeout. It never uses a proxy from the environment (a proxy would dial on its
+// behalf, past the guard), never follows a redirect (the 3xx is the answer), refuses
+// URLs that CheckURL refuses before any connection, and bounds the TLS handshake, the
+// wait for the response headers, their size, and each whole request, body included,
+// as cfg says. Read bodies with ReadBody to bound their size too.
 func NewClient(d *Dialer, cfg ClientConfig) *http.Client {
 	if d == nil {
 		d = New(Config{})

@@ -11,8 +11,8 @@ import (
 )
 
 // A service parses its allowlist once at start-up, makes one guard of it, and sends
-// outgoing requests through a client NewClient built on that guard (the kit's
-// dispatcher takes the guard, in delivery.Deps.Guard, and does so itself).
+// every outgoing request through a client NewClient built on that guard (the kit's
+// dispatcher, pager and any service client take the guard and do so themselves).
 func ExampleNewClient() {
 	allow, err := egress.ParseAllowlist("127.0.0.1/32")
 	if err != nil {
