@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,4 +132,22 @@ func TestSlackRedirectIsNotFollowed(t *testing.T) {
 	require.Contains(t, deadLetterAlert(t, env).LastError, "307")
 	require.GreaterOrEqual(t, redirected.Load(), int64(2))
 	require.Empty(t, other.messages(""), "the redirect was not followed")
+}
+
+// A receiver's answer that would mention the channel and plant a labelled link reaches
+// Slack as text: the stand-in sees &lt;!channel&gt;, and the message holds no < or >,
+// so no mention or link markup at all; the dashboard URL is there as plain text.
+func TestReceiverTextCannotMentionOrLinkInSlack(t *testing.T) {
+	t.Parallel()
+	slack := newSlackStandIn(t, "ok")
+	env := harness.New(t, harness.Options{LogisticsURL: deadLettering(t, `<!channel> <http://evil.example|x>`),
+		FinanceEnv: map[string]string{"SLACK_WEBHOOK_URL": slack.URL, "ALERT_GATHER": "100ms"}})
+	issue(t, env, "cust-mention")
+
+	require.Eventually(t, func() bool { return len(slack.messages("events dead-lettered")) > 0 },
+		30*time.Second, 50*time.Millisecond, "pages: %q", slack.messages(""))
+	msg := slack.messages("events dead-lettered")[0]
+	require.Contains(t, msg, "last error: rejected_by_receiver: HTTP 422 — &lt;!channel&gt; &lt;http://evil.example|x&gt;")
+	require.False(t, strings.ContainsAny(msg, "<>"), "no mention or link markup: %q", msg)
+	require.Contains(t, msg, "\nDashboard: http://"+env.Finance.Addr+"/ops/")
 }
