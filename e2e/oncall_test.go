@@ -319,7 +319,7 @@ func reconcileCLI(t *testing.T, env *harness.Env) (string, error) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(harness.Binaries(t), "finance"), "reconcile", "--since=10m")
 	cmd.Env = []string{"DATABASE_URL=" + env.FinanceDB, "LOGISTICS_API_URL=" + env.Logistics.URL,
-		"LOGISTICS_OPS_TOKEN=" + harness.OpsToken}
+		"LOGISTICS_OPS_TOKEN=" + harness.OpsToken, "OUTBOUND_ALLOW=127.0.0.1/32"}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

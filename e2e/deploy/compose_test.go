@@ -87,6 +87,8 @@ func TestComposeLoadsWithGeneratedSecrets(t *testing.T) {
 
 	withSlack := project(t, "slack")
 	require.Contains(t, withSlack.ServiceNames(), "slack")
+	allow := strings.FieldsFunc(environment(t, withSlack, "finance")["OUTBOUND_ALLOW"], func(r rune) bool { return r == ',' || r == ' ' })
+	require.Contains(t, allow, "slack:8080", "the SSRF guard lets pages reach the stand-in at SLACK_WEBHOOK_URL=http://slack:8080/…")
 }
 
 // TestComposeRequiresEverySecret: each secret is a ${VAR:?} reference, so compose

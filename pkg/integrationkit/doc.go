@@ -13,7 +13,8 @@
 //   - backoff: full-jitter schedules and Retry-After parsing.
 //   - webhook: Standard Webhooks signing and verification.
 //   - egress: the SSRF guard of outgoing requests (a dialer that checks the address
-//     actually dialed, an allowlist, a hardened HTTP client).
+//     actually dialed, an allowlist) and NewClient, the one constructor of the HTTP
+//     clients the kit and its services send with, and ReadBody for bounded bodies.
 //   - inbox: the idempotent consumer (apply each key once, in the business transaction).
 //   - wire: the limits of every value that crosses the wire (keys, identifiers,
 //     amounts, currency codes), checked alike by the sender and the receiver.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +14,7 @@ import (
 	"handoff/finance/internal/reconcile"
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/delivery"
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/metrics"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/pager"
@@ -42,8 +42,9 @@ type oncall struct {
 	Runners []runner
 }
 
-// newOncall builds the pager, the metrics and the scheduled jobs of finance.
-func newOncall(db *bun.DB, cfg config, log *slog.Logger) (*oncall, error) {
+// newOncall builds the pager, the metrics and the scheduled jobs of finance; their
+// calls to Slack and logistics go through guard.
+func newOncall(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (*oncall, error) {
 	store, err := outbox.NewStore(invoice.OutboxTable)
 	if err != nil {
 		return nil, err
@@ -52,7 +53,7 @@ func newOncall(db *bun.DB, cfg config, log *slog.Logger) (*oncall, error) {
 	if err != nil {
 		return nil, err
 	}
-	pg, err := newPager(db, cfg.Oncall, log, pager.DeliveryDebts(store, br))
+	pg, err := newPager(db, cfg.Oncall, guard, log, pager.DeliveryDebts(store, br))
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func newOncall(db *bun.DB, cfg config, log *slog.Logger) (*oncall, error) {
 		log.Warn("LOGISTICS_OPS_TOKEN is not set: scheduled reconciliation with logistics is off")
 		return o, nil
 	}
-	rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, pg, log)
+	rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, guard, pg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -96,10 +97,10 @@ func newOncall(db *bun.DB, cfg config, log *slog.Logger) (*oncall, error) {
 	return o, nil
 }
 
-// newPager returns the pager writing to Slack as configured, or only to the log, and
-// taking the pages that debtors owe.
-func newPager(db *bun.DB, c oncallConfig, log *slog.Logger, debtors ...pager.Debtor) (*pager.Pager, error) {
-	sender, err := pager.NewSlackSender(c.Slack, &http.Client{})
+// newPager returns the pager writing to Slack through guard as configured, or only to
+// the log, and taking the pages that debtors owe.
+func newPager(db *bun.DB, c oncallConfig, guard *egress.Dialer, log *slog.Logger, debtors ...pager.Debtor) (*pager.Pager, error) {
+	sender, err := pager.NewSlackSender(c.Slack, guard)
 	if err != nil {
 		return nil, err
 	}
@@ -112,11 +113,12 @@ func newPager(db *bun.DB, c oncallConfig, log *slog.Logger, debtors ...pager.Deb
 	}, pager.Deps{Log: log, Sender: sender, Debtors: debtors})
 }
 
-// newReconciler returns the reconciler of finance against logistics' ops API, and the
-// function that releases its client; notifier may be nil (the CLI prints instead of
-// paging).
-func newReconciler(db *bun.DB, c reconcileConfig, notifier reconcile.Notifier, log *slog.Logger) (*reconcile.Reconciler, func(), error) {
-	client, err := logisticsops.New(logisticsops.Config{BaseURL: c.LogisticsURL, Token: c.OpsToken, Timeout: 30 * time.Second})
+// newReconciler returns the reconciler of finance against logistics' ops API, called
+// through guard, and the function that releases its client; notifier may be nil (the
+// CLI prints instead of paging).
+func newReconciler(db *bun.DB, c reconcileConfig, guard *egress.Dialer, notifier reconcile.Notifier, log *slog.Logger) (*reconcile.Reconciler, func(), error) {
+	client, err := logisticsops.New(logisticsops.Config{BaseURL: c.LogisticsURL, Token: c.OpsToken,
+		Timeout: 30 * time.Second, Guard: guard})
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid LOGISTICS_API_URL: %w", err)
 	}

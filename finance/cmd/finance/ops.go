@@ -16,12 +16,14 @@ import (
 	"handoff/finance/internal/reconcile"
 	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
 )
 
 // newOps builds the operations service that the ops API, the dashboard and the outbox
-// commands share, and the function that releases its logistics client.
-func newOps(db *bun.DB, cfg config, log *slog.Logger) (*ops.Service, func(), error) {
+// commands share, and the function that releases its logistics client, which calls
+// through guard.
+func newOps(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (*ops.Service, func(), error) {
 	store, err := outbox.NewStore(invoice.OutboxTable)
 	if err != nil {
 		return nil, nil, err
@@ -35,7 +37,7 @@ func newOps(db *bun.DB, cfg config, log *slog.Logger) (*ops.Service, func(), err
 		return nil, nil, fmt.Errorf("invalid LOGISTICS_WEBHOOK_URL: %w", err)
 	}
 	client, err := logisticsops.New(logisticsops.Config{
-		BaseURL: cfg.Oncall.Reconcile.LogisticsURL, Token: cfg.Oncall.Reconcile.OpsToken,
+		BaseURL: cfg.Oncall.Reconcile.LogisticsURL, Token: cfg.Oncall.Reconcile.OpsToken, Guard: guard,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid LOGISTICS_API_URL: %w", err)

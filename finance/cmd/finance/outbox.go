@@ -42,7 +42,7 @@ func outboxCommand(ctx context.Context, cfg config, args []string, stdout, stder
 		return err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	svc, closeOps, err := newOps(db, cfg, logging.New(stderr, "finance", cfg.LogLevel))
+	svc, closeOps, err := newOps(db, cfg, newGuard(cfg), logging.New(stderr, "finance", cfg.LogLevel))
 	if err != nil {
 		return err
 	}

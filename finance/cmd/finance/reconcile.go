@@ -39,7 +39,7 @@ func reconcileCommand(ctx context.Context, cfg config, args []string, stdout io.
 		return err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, nil, slog.New(slog.DiscardHandler))
+	rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, newGuard(cfg), nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -69,7 +67,9 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 		return err
 	}
 	invoiceapi.Register(e.Group(""), svc, cfg.Tokens, idem)
-	opsSvc, closeOps, err := newOps(db, cfg, log)
+	guard := newGuard(cfg)
+	warnRefused(guard, cfg, log)
+	opsSvc, closeOps, err := newOps(db, cfg, guard, log)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	if err := registerOps(e, db, opsSvc, cfg, log); err != nil {
 		return err
 	}
-	oc, err := newOncall(db, cfg, log)
+	oc, err := newOncall(db, cfg, guard, log)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 			return err
 		}
 		defer dispatchDB.Close()
-		if d, err = newDispatcher(dispatchDB, cfg, log, oc.Observer); err != nil {
+		if d, err = newDispatcher(dispatchDB, cfg, guard, log, oc.Observer); err != nil {
 			return err
 		}
 	}
@@ -110,7 +110,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	return err
 }
 
-func newDispatcher(db *bun.DB, cfg config, log *slog.Logger, obs delivery.Observer) (*delivery.Dispatcher, error) {
+func newDispatcher(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger, obs delivery.Observer) (*delivery.Dispatcher, error) {
 	store, err := outbox.NewStore(invoice.OutboxTable)
 	if err != nil {
 		return nil, err
@@ -119,28 +119,6 @@ func newDispatcher(db *bun.DB, cfg config, log *slog.Logger, obs delivery.Observ
 	if err != nil {
 		return nil, err
 	}
-	guard := egress.New(egress.Config{Allow: cfg.OutboundAllow}) // SSRF check on every address dialed
-	warnIfRefused(guard, cfg.WebhookURL, log)
 	return delivery.New(db, store, webhook.NewSigner(cfg.WebhookSecrets), cfg.Dispatch,
-		delivery.Deps{Log: log, Breaker: br, DialContext: guard.DialContext, Observer: obs})
-}
-
-// warnIfRefused says at start, not as dead letters later, that the guard refuses the
-// configured destination (it is on a private network and not in OUTBOUND_ALLOW).
-func warnIfRefused(guard *egress.Dialer, destination string, log *slog.Logger) {
-	u, err := url.Parse(destination)
-	if err != nil {
-		return
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var blocked *egress.BlockedError
-	if err := guard.Admits(ctx, net.JoinHostPort(u.Hostname(), port)); errors.As(err, &blocked) {
-		log.Warn("LOGISTICS_WEBHOOK_URL is refused by the SSRF guard: every event will be dead-lettered "+
-			"as blocked_destination until OUTBOUND_ALLOW admits it", "destination", destination, "err", err)
-	}
+		delivery.Deps{Log: log, Breaker: br, Guard: guard, Observer: obs})
 }

@@ -3,8 +3,9 @@
 // an invoice's shipment with its history). The invoice trace reads it; so can
 // reconciliation, which walks a receipt-time window page by page.
 //
-// It is an internal call to a configured URL with a plain net/http client: a timeout,
-// no redirects followed, no proxy from the environment, and a bounded response.
+// It calls a configured URL through the kit's guarded client (egress.NewClient): every
+// address checked by the SSRF guard as it is dialed, a timeout, no redirects followed,
+// no proxy from the environment, and a bounded response.
 package logisticsops
 
 import (
@@ -13,8 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/logging"
 )
@@ -58,8 +58,10 @@ type Config struct {
 	Token string
 	// Timeout bounds one call (default 5 s).
 	Timeout time.Duration
-	// DialContext, when set, replaces the transport's dialer: an SSRF guard plugs in here.
-	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Guard checks every address the client dials (nil: egress's default policy,
+	// public destinations on 80 and 443 only). A call to a refused address fails with
+	// an *egress.BlockedError in its chain, before any connection.
+	Guard *egress.Dialer
 }
 
 // Client calls the logistics ops API.
@@ -76,14 +78,9 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("logisticsops: BaseURL %q is not an absolute http(s) URL", cfg.BaseURL)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &Client{base: u, token: cfg.Token, http: &http.Client{
-		Timeout: cmp.Or(cfg.Timeout, 5*time.Second),
-		Transport: &http.Transport{Proxy: nil, DialContext: cfg.DialContext, MaxIdleConnsPerHost: 2,
-			IdleConnTimeout: 30 * time.Second},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}}, nil
+	return &Client{base: u, token: cfg.Token, http: egress.NewClient(cfg.Guard, egress.ClientConfig{
+		Timeout: cmp.Or(cfg.Timeout, 5*time.Second), IdleConnTimeout: 30 * time.Second,
+	})}, nil
 }
 
 // Close releases the client's idle connections.
@@ -141,7 +138,7 @@ func (c *Client) ProcessedEvents(ctx context.Context, q Query) (Page, error) {
 		return Page{}, fmt.Errorf("logisticsops: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	body, err := egress.ReadBody(resp.Body, maxResponseBytes)
 	if err != nil {
 		return Page{}, fmt.Errorf("logisticsops: read answer: %w", err)
 	}

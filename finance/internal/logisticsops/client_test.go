@@ -6,6 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"handoff/finance/internal/logisticsops"
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/logging"
 )
 
@@ -21,11 +25,20 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const token = "ops-token-0123456789abcdef"
 
+// guard is the SSRF guard of allow.
+func guard(t *testing.T, allow string) *egress.Dialer {
+	t.Helper()
+	a, err := egress.ParseAllowlist(allow)
+	require.NoError(t, err)
+	return egress.New(egress.Config{Allow: a})
+}
+
 func client(t *testing.T, h http.HandlerFunc, tok string) *logisticsops.Client {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	c, err := logisticsops.New(logisticsops.Config{BaseURL: srv.URL + "/", Token: tok, Timeout: time.Second})
+	c, err := logisticsops.New(logisticsops.Config{BaseURL: srv.URL + "/", Token: tok, Timeout: time.Second,
+		Guard: guard(t, "127.0.0.1/32")})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
@@ -73,6 +86,8 @@ func TestProcessedEventsReportsFailures(t *testing.T) {
 			http.Redirect(w, r, "http://169.254.169.254/", http.StatusFound)
 		case "3":
 			<-r.Context().Done()
+		case "5":
+			_, _ = w.Write([]byte(`{"items":[],"pad":"` + strings.Repeat("x", 5<<20) + `"}`))
 		default:
 			_, _ = w.Write([]byte(`not json`))
 		}
@@ -92,6 +107,8 @@ func TestProcessedEventsReportsFailures(t *testing.T) {
 	_, err = c.ProcessedEvents(context.Background(), logisticsops.Query{Limit: 4})
 	require.Error(t, err)
 	require.False(t, errors.As(err, &se))
+	_, err = c.ProcessedEvents(context.Background(), logisticsops.Query{Limit: 5})
+	require.ErrorIs(t, err, egress.ErrBodyTooLarge, "an answer over 4 MiB is refused, not cut and decoded")
 }
 
 func TestNewRefusesABadURL(t *testing.T) {
@@ -102,13 +119,42 @@ func TestNewRefusesABadURL(t *testing.T) {
 	}
 }
 
-func TestDialContextGuardsEveryConnection(t *testing.T) {
+// Every call goes through the guard: a LOGISTICS_API_URL on an address it refuses
+// (with the dev allowlist, or with none at all) is never dialed, and the call fails
+// with the refusal.
+func TestGuardRefusesBeforeAnyConnection(t *testing.T) {
 	t.Parallel()
-	refused := errors.New("guard: destination refused")
-	c, err := logisticsops.New(logisticsops.Config{BaseURL: "http://127.0.0.1:1", Token: token,
-		DialContext: func(context.Context, string, string) (net.Conn, error) { return nil, refused }})
+	var lc net.ListenConfig
+	trap, err := lc.Listen(context.Background(), "tcp", "127.0.0.2:0")
 	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	_, err = c.ProcessedEvents(context.Background(), logisticsops.Query{})
-	require.ErrorIs(t, err, refused)
+	var accepted atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			conn, err := trap.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = conn.Close()
+		}
+	})
+	t.Cleanup(func() { _ = trap.Close(); wg.Wait() })
+	cases := []struct {
+		name  string
+		guard *egress.Dialer
+	}{
+		{"dev allowlist", guard(t, "127.0.0.1/32")},
+		{"no guard given", nil},
+	}
+	for _, tc := range cases {
+		c, err := logisticsops.New(logisticsops.Config{BaseURL: "http://" + trap.Addr().String(), Token: token, Guard: tc.guard})
+		require.NoError(t, err)
+		_, err = c.ProcessedEvents(context.Background(), logisticsops.Query{})
+		c.Close()
+		var blocked *egress.BlockedError
+		require.ErrorAs(t, err, &blocked, tc.name)
+		require.Equal(t, "loopback", blocked.Reason, tc.name)
+	}
+	require.Zero(t, accepted.Load(), "nothing reached 127.0.0.2")
 }

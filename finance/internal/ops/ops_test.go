@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,9 +12,11 @@ import (
 	"go.uber.org/goleak"
 
 	"handoff/finance/internal/invoice"
+	"handoff/finance/internal/logisticsops"
 	"handoff/finance/internal/ops"
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/pgtest"
 )
@@ -134,4 +137,43 @@ func TestAggregateKeyResolvesNumbers(t *testing.T) {
 	require.Equal(t, unknown, key)
 	_, err = svc.AggregateKey(ctx, "INV-000404")
 	require.ErrorIs(t, err, invoice.ErrNotFound)
+}
+
+// failingLogistics answers every read of logistics' record with err.
+type failingLogistics struct{ err error }
+
+func (f *failingLogistics) ProcessedEvents(context.Context, logisticsops.Query) (logisticsops.Page, error) {
+	return logisticsops.Page{}, f.err
+}
+
+// When logistics' record cannot be read, the trace still shows finance's side and
+// says why, the SSRF guard's refusal apart from an unanswered call.
+func TestTraceSaysWhyLogisticsIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	logistics := &failingLogistics{}
+	svc, invoices := service(t, ops.Config{Logistics: logistics})
+	total := int64(100)
+	inv, err := invoices.Issue(ctx, invoice.NewInvoice{CustomerID: "c", Currency: "EUR", TotalMinor: &total})
+	require.NoError(t, err)
+	cases := []struct {
+		name string
+		err  error
+		note string
+	}{
+		{"no token", logisticsops.ErrNotConfigured, "logistics record unavailable: no LOGISTICS_OPS_TOKEN configured"},
+		{"refused by logistics", &logisticsops.StatusError{Status: 403, Type: "forbidden"},
+			"logistics record unavailable: logistics answered HTTP 403 (forbidden)"},
+		{"refused by the guard", fmt.Errorf("logisticsops: %w", &egress.BlockedError{Addr: "127.0.0.2:8082", Reason: "loopback"}),
+			"logistics record unavailable: the SSRF guard refuses LOGISTICS_API_URL (see OUTBOUND_ALLOW)"},
+		{"no answer", errors.New("logisticsops: connection refused"), "logistics record unavailable: logistics did not answer"},
+	}
+	for _, c := range cases {
+		logistics.err = c.err
+		tr, err := svc.Trace(ctx, inv.Number)
+		require.NoError(t, err, c.name)
+		require.Nil(t, tr.Logistics, c.name)
+		require.Equal(t, c.note, tr.LogisticsNote, c.name)
+		require.Len(t, tr.Events, 1, c.name)
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsops"
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
 )
 
@@ -78,9 +79,13 @@ func (s *Service) logistics(ctx context.Context, invoiceID uuid.UUID) (*logistic
 	}
 	page, err := s.cfg.Logistics.ProcessedEvents(ctx, logisticsops.Query{InvoiceID: invoiceID, Limit: maxLogisticsRecords})
 	var status *logisticsops.StatusError
+	var blocked *egress.BlockedError
 	switch {
 	case errors.Is(err, logisticsops.ErrNotConfigured):
 		return nil, unconfigured
+	case errors.As(err, &blocked):
+		s.log.WarnContext(ctx, "read logistics record", "invoice_id", invoiceID, "err", err)
+		return nil, "logistics record unavailable: the SSRF guard refuses LOGISTICS_API_URL (see OUTBOUND_ALLOW)"
 	case errors.As(err, &status):
 		s.log.WarnContext(ctx, "read logistics record", "invoice_id", invoiceID, "err", err)
 		return nil, "logistics record unavailable: " + status.Error()

@@ -19,6 +19,7 @@ import (
 	"handoff/finance/internal/logisticsops"
 	"handoff/finance/internal/reconcile"
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/pager"
 	"handoff/pkg/integrationkit/pgtest"
 )
@@ -69,7 +70,10 @@ func (l *logistics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func opsAPI(t *testing.T, url string) reconcile.OpsAPI {
 	t.Helper()
-	c, err := logisticsops.New(logisticsops.Config{BaseURL: url, Token: "ops-token"})
+	allow, err := egress.ParseAllowlist("127.0.0.1/32") // the stand-in's address
+	require.NoError(t, err)
+	c, err := logisticsops.New(logisticsops.Config{BaseURL: url, Token: "ops-token",
+		Guard: egress.New(egress.Config{Allow: allow})})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return reconcile.OpsAPI{Client: c}

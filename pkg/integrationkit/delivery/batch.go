@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
 )
 
@@ -208,7 +208,7 @@ func (d *Dispatcher) sendBatch(ctx context.Context, recs []outbox.Record) (respo
 		return response{err: err, started: started, duration: time.Since(started)}, nil
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, batchResponseBytes))
+	data, _ := egress.ReadBody(resp.Body, batchResponseBytes) // too long or cut short: unreadable below
 	res := response{status: resp.StatusCode, header: resp.Header, snippet: snippet(data),
 		started: started, duration: time.Since(started)}
 	if resp.StatusCode != http.StatusOK {

@@ -72,7 +72,7 @@ func startBatch(t *testing.T, db *bun.DB, store *outbox.Store, owner string, ext
 	cfg.Mode, cfg.Owner = delivery.ModeBatch, owner
 	cfg.Backoff = backoff.Schedule{20 * time.Millisecond}
 	cfg.Interval = time.Second
-	d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), cfg, delivery.Deps{Log: slog.New(slog.DiscardHandler)})
+	d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), cfg, delivery.Deps{Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

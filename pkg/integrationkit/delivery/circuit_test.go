@@ -58,7 +58,7 @@ func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
 		d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
 			Owner: fmt.Sprintf("replica-%d", i), Concurrency: 4, Batch: 10, Interval: 100 * time.Millisecond,
 			Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 1000,
-		}, delivery.Deps{Breaker: br, Log: slog.New(slog.DiscardHandler)})
+		}, delivery.Deps{Breaker: br, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
 		require.NoError(t, err)
 		wg.Go(func() { _ = d.Run(runCtx) })
 	}
@@ -187,7 +187,7 @@ func TestDeferralAfterTheCircuitClosedIsHastened(t *testing.T) {
 	d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
 		Owner: "replica", Concurrency: 4, Batch: 10, Interval: time.Minute,
 		Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 10,
-	}, delivery.Deps{Breaker: br, Observer: obs, Log: slog.New(slog.DiscardHandler)})
+	}, delivery.Deps{Breaker: br, Observer: obs, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -237,7 +237,7 @@ func TestBreakerCountsOnlyReceiverFaults(t *testing.T) {
 			d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
 				Owner: "replica", Concurrency: 8, Batch: 40, Interval: 100 * time.Millisecond,
 				Timeout: 200 * time.Millisecond, Backoff: backoff.Schedule{10 * time.Millisecond}, MaxAttempts: 1000,
-			}, delivery.Deps{Breaker: br, Log: slog.New(slog.DiscardHandler)})
+			}, delivery.Deps{Breaker: br, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
 			require.NoError(t, err)
 			runCtx, cancel := context.WithCancel(ctx)
 			var wg sync.WaitGroup

@@ -2,17 +2,16 @@ package delivery
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
 	"time"
 
 	"handoff/pkg/integrationkit/backoff"
 	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/egress"
 )
 
 // Config tunes a Dispatcher. Zero fields take the defaults documented on each field.
@@ -88,8 +87,8 @@ func (c Config) Validate() error {
 }
 
 // Deps are the dispatcher's collaborators: the logger, the randomness of jitter (tests
-// replace both), the circuit breaker, and how connections are dialed (the SSRF guard
-// plugs in here).
+// replace both), the circuit breaker, and the SSRF guard every connection is dialed
+// through.
 type Deps struct {
 	Log  *slog.Logger
 	Rand *rand.Rand
@@ -97,6 +96,8 @@ type Deps struct {
 	Breaker *breaker.Breaker
 	// Observer, when set, hears every settled outcome and circuit change.
 	Observer Observer
-	// Dial, when set, replaces the transport's dialer.
-	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Guard checks every address the dispatcher dials; its client is
+	// egress.NewClient's (nil: egress's default policy, public destinations on 80 and
+	// 443 only).
+	Guard *egress.Dialer
 }

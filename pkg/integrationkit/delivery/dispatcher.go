@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/webhook"
 )
@@ -64,33 +64,19 @@ func New(db *bun.DB, store *outbox.Store, signer *webhook.Signer, cfg Config, de
 	}
 	return &Dispatcher{
 		db: db, store: store, signer: signer, cfg: cfg, log: log.With("component", "dispatcher"),
-		client: newClient(cfg, deps.DialContext), rand: r, breaker: deps.Breaker, observer: obs,
+		client: newClient(cfg, deps.Guard), rand: r, breaker: deps.Breaker, observer: obs,
 		receivers: newReceivers(), wake: make(chan struct{}, 1),
 	}, nil
 }
 
-func newClient(cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
-	if dial == nil {
-		dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	}
-	tr := &http.Transport{
-		Proxy:                  nil, // never route deliveries through an environment proxy
-		DialContext:            dial,
-		MaxIdleConns:           cfg.Concurrency * 2,
-		MaxIdleConnsPerHost:    cfg.Concurrency,
-		IdleConnTimeout:        60 * time.Second,
-		TLSHandshakeTimeout:    5 * time.Second,
-		ResponseHeaderTimeout:  cfg.Timeout,
-		MaxResponseHeaderBytes: 64 << 10,
-		ForceAttemptHTTP2:      true,
-	}
-	return &http.Client{
-		Transport: tr,
-		Timeout:   cfg.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse // a redirect is an answer, never followed
-		},
-	}
+// newClient is the dispatcher's guarded client: one request bounded by Timeout, with
+// idle connections for every request slot.
+func newClient(cfg Config, guard *egress.Dialer) *http.Client {
+	return egress.NewClient(guard, egress.ClientConfig{
+		Timeout:             cfg.Timeout,
+		MaxIdleConns:        cfg.Concurrency * 2,
+		MaxIdleConnsPerHost: cfg.Concurrency,
+	})
 }
 
 // Wake asks the dispatcher to look for due events now.

@@ -20,6 +20,7 @@ import (
 
 	"handoff/pkg/integrationkit/backoff"
 	"handoff/pkg/integrationkit/delivery"
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/outbox/outboxtest"
 	"handoff/pkg/integrationkit/webhook"
@@ -33,6 +34,14 @@ func TestMain(m *testing.M) {
 }
 
 var secret = []byte("0123456789abcdef0123456789abcdef")
+
+// loopback is the guard of a test dispatcher: its receivers listen on 127.0.0.1.
+func loopback(t *testing.T) *egress.Dialer {
+	t.Helper()
+	allow, err := egress.ParseAllowlist("127.0.0.1/32")
+	require.NoError(t, err)
+	return egress.New(egress.Config{Allow: allow})
+}
 
 // receiver is a scripted HTTP receiver: it answers the scripted statuses in turn
 // (then 200) and records every request it verified.
@@ -123,7 +132,7 @@ func (b *bundle) start(t *testing.T, cfg delivery.Config) {
 		cfg.Backoff = backoff.Schedule{20 * time.Millisecond}
 	}
 	d, err := delivery.New(b.db, b.store, webhook.NewSigner([][]byte{secret}), cfg,
-		delivery.Deps{Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+		delivery.Deps{Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), Guard: loopback(t)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"handoff/pkg/integrationkit/delivery"
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/outbox/outboxtest"
 )
@@ -25,8 +27,8 @@ import (
 const childPort = "DELIVERY_TEST_PROXY_CHILD_PORT"
 
 // With HTTP_PROXY, HTTPS_PROXY and ALL_PROXY pointing at a listener and NO_PROXY
-// empty, the dispatcher still dials the destination itself (through its DialContext,
-// where the SSRF guard sits) and the proxy sees no connection. The environment is read
+// empty, the dispatcher still dials the destination itself (through its guard) and
+// the proxy sees no connection. The environment is read
 // once per process, so the dispatcher runs in a child process.
 func TestDispatcherIgnoresTheEnvironmentProxy(t *testing.T) {
 	t.Parallel()
@@ -69,8 +71,9 @@ func TestDispatcherIgnoresTheEnvironmentProxy(t *testing.T) {
 }
 
 // deliverWithProxyEnvironment delivers one event to logistics.test:port, a name the
-// dialer maps to loopback (a proxy would be skipped for a loopback address), and checks
-// that the only address dialed was the destination's.
+// guard's resolver maps to loopback (a proxy would be skipped for a loopback address),
+// and checks that the only name looked up and the only address dialed were the
+// destination's.
 func deliverWithProxyEnvironment(t *testing.T, port string) {
 	dest := "http://logistics.test:" + port + "/hook"
 	req, err := http.NewRequest(http.MethodPost, dest, nil)
@@ -79,24 +82,44 @@ func deliverWithProxyEnvironment(t *testing.T, port string) {
 	require.NoError(t, err)
 	require.NotNil(t, viaEnv, "the environment does ask for a proxy for this destination")
 
+	dns := &loopbackResolver{}
 	var mu sync.Mutex
 	var dialed []string
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+	allow, err := egress.ParseAllowlist("127.0.0.1/32")
+	require.NoError(t, err)
+	guard := egress.New(egress.Config{Allow: allow, Resolver: dns, WrapConn: func(c net.Conn) net.Conn {
 		mu.Lock()
-		dialed = append(dialed, addr)
+		dialed = append(dialed, c.RemoteAddr().String())
 		mu.Unlock()
-		if host, p, err := net.SplitHostPort(addr); err == nil && host == "logistics.test" {
-			addr = net.JoinHostPort("127.0.0.1", p)
-		}
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}
+		return c
+	}})
 	db, _, store := outboxtest.Setup(t)
 	b := &bundle{db: db, store: store, url: dest}
 	b.enqueue(t, "agg-1", 1)
-	b.runWith(t, delivery.Config{}, delivery.Deps{DialContext: dial})
+	b.runWith(t, delivery.Config{}, delivery.Deps{Guard: guard})
 	rows := b.waitSettled(t, 10*time.Second)
 	require.Equal(t, outbox.StatusDelivered, rows[0].Status)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, []string{"logistics.test:" + port}, dialed)
+	require.Equal(t, []string{"127.0.0.1:" + port}, dialed)
+	require.Equal(t, []string{"logistics.test"}, dns.looked())
+}
+
+// loopbackResolver answers 127.0.0.1 for every name and records the names asked.
+type loopbackResolver struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (r *loopbackResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.names = append(r.names, host)
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+}
+
+func (r *loopbackResolver) looked() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.names...)
 }

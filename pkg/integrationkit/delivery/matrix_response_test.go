@@ -34,6 +34,9 @@ func (b *bundle) runWith(t *testing.T, cfg delivery.Config, deps delivery.Deps) 
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
+	if deps.Guard == nil {
+		deps.Guard = loopback(t)
+	}
 	d, err := delivery.New(b.db, b.store, webhook.NewSigner([][]byte{secret}), cfg, deps)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -84,16 +87,18 @@ func (b *bundle) attempts(t *testing.T) []attempt {
 	return out
 }
 
-// countingDialer dials plain TCP and counts the bytes the dispatcher reads off the
-// wire: nothing it never read can be in its memory.
+// countingDialer counts the bytes the dispatcher reads off the wire: nothing it never
+// read can be in its memory.
 type countingDialer struct{ read atomic.Int64 }
 
-func (c *countingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	return countingConn{Conn: conn, read: &c.read}, nil
+// guard is the loopback guard, its connections counted.
+func (c *countingDialer) guard(t *testing.T) *egress.Dialer {
+	t.Helper()
+	allow, err := egress.ParseAllowlist("127.0.0.1/32")
+	require.NoError(t, err)
+	return egress.New(egress.Config{Allow: allow, WrapConn: func(conn net.Conn) net.Conn {
+		return countingConn{Conn: conn, read: &c.read}
+	}})
 }
 
 type countingConn struct {
@@ -170,7 +175,7 @@ func TestResponseBodyIsReadAtMost64KiB(t *testing.T) {
 			}))
 			b.enqueue(t, "agg-1", 1)
 			dialer := &countingDialer{}
-			b.runWith(t, delivery.Config{}, delivery.Deps{DialContext: dialer.DialContext})
+			b.runWith(t, delivery.Config{}, delivery.Deps{Guard: dialer.guard(t)})
 
 			rows := b.waitSettled(t, 15*time.Second)
 			require.Equal(t, outbox.StatusDelivered, rows[0].Status)
@@ -201,7 +206,7 @@ func TestHugeResponseHeadersAreRefused(t *testing.T) {
 	}))
 	b.enqueue(t, "agg-1", 1)
 	dialer := &countingDialer{}
-	b.runWith(t, delivery.Config{Backoff: backoff.Schedule{time.Hour}}, delivery.Deps{DialContext: dialer.DialContext})
+	b.runWith(t, delivery.Config{Backoff: backoff.Schedule{time.Hour}}, delivery.Deps{Guard: dialer.guard(t)})
 
 	r := b.waitRequests(t, 1)
 	require.Equal(t, outbox.StatusPending, r.Status)
@@ -353,7 +358,7 @@ func TestHangingDNSIsARetriedDNSError(t *testing.T) {
 	b.url = "http://logistics.example:8082/webhooks"
 	b.enqueue(t, "agg-1", 1)
 	guard := egress.New(egress.Config{Resolver: hangingResolver{}, Timeout: 200 * time.Millisecond})
-	b.runWith(t, delivery.Config{Backoff: backoff.Schedule{time.Hour}}, delivery.Deps{DialContext: guard.DialContext})
+	b.runWith(t, delivery.Config{Backoff: backoff.Schedule{time.Hour}}, delivery.Deps{Guard: guard})
 
 	r := b.waitRequests(t, 1)
 	require.Equal(t, outbox.StatusPending, r.Status)

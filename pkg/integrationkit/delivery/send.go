@@ -5,13 +5,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/outbox"
 )
@@ -134,11 +135,12 @@ func (d *Dispatcher) send(ctx context.Context, rec outbox.Record) response {
 		return response{err: err, started: started, duration: time.Since(started)}
 	}
 	defer resp.Body.Close()
-	// Read at most MaxResponseBytes (after any decompression), keep the first KiB.
-	data, readErr := io.ReadAll(io.LimitReader(resp.Body, d.cfg.MaxResponseBytes))
+	// Read at most MaxResponseBytes (after any decompression), keep the first KiB; a
+	// longer answer is no fault of the delivery.
+	data, readErr := egress.ReadBody(resp.Body, d.cfg.MaxResponseBytes)
 	res := response{status: resp.StatusCode, header: resp.Header, snippet: snippet(data),
 		started: started, duration: time.Since(started)}
-	if readErr != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	if readErr != nil && !errors.Is(readErr, egress.ErrBodyTooLarge) && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		// A 2xx whose body broke off still came from a receiver that committed.
 		d.log.WarnContext(ctx, "response body cut short", "event_id", rec.ID, "err", readErr)
 	}

@@ -52,7 +52,7 @@ func TestShutdownDrainsOrReleases(t *testing.T) {
 			require.NoError(t, err)
 			d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}),
 				delivery.Config{ShutdownGrace: c.grace, Timeout: 20 * time.Second, Lease: time.Minute},
-				delivery.Deps{Log: slog.New(slog.DiscardHandler)})
+				delivery.Deps{Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
 			require.NoError(t, err)
 			runCtx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"time"
@@ -21,22 +22,67 @@ func CheckURL(u *url.URL) error {
 	return nil
 }
 
-// NewClient returns an HTTP client whose connections all go through d. It never uses
-// an environment proxy, never follows a redirect (the 3xx is the answer), refuses URLs
-// that CheckURL refuses, and bounds each request, body included, by timeout.
-func NewClient(d *Dialer, timeout time.Duration) *http.Client {
+// ClientConfig bounds a client made by NewClient and tunes its connection pool. Zero
+// fields take the defaults.
+type ClientConfig struct {
+	// Timeout bounds one request from the dial to the last byte of the body read
+	// (default 10 s).
+	Timeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for the response headers once the request
+	// is written (default: Timeout).
+	ResponseHeaderTimeout time.Duration
+	// TLSHandshakeTimeout bounds the TLS handshake (default 5 s).
+	TLSHandshakeTimeout time.Duration
+	// MaxResponseHeaderBytes bounds the response headers (default 64 KiB); larger
+	// headers fail the request after at most that much is read.
+	MaxResponseHeaderBytes int64
+	// MaxIdleConns and MaxIdleConnsPerHost bound the idle connections kept for reuse
+	// (defaults 100 and 2).
+	MaxIdleConns        int
+	MaxIdleConnsPerHost int
+	// IdleConnTimeout closes a connection idle this long (default 60 s).
+	IdleConnTimeout time.Duration
+}
+
+func (c ClientConfig) withDefaults() ClientConfig {
+	c.Timeout = cmp.Or(c.Timeout, 10*time.Second)
+	c.ResponseHeaderTimeout = cmp.Or(c.ResponseHeaderTimeout, c.Timeout)
+	c.TLSHandshakeTimeout = cmp.Or(c.TLSHandshakeTimeout, 5*time.Second)
+	c.MaxResponseHeaderBytes = cmp.Or(c.MaxResponseHeaderBytes, 64<<10)
+	c.MaxIdleConns = cmp.Or(c.MaxIdleConns, 100)
+	c.MaxIdleConnsPerHost = cmp.Or(c.MaxIdleConnsPerHost, 2)
+	c.IdleConnTimeout = cmp.Or(c.IdleConnTimeout, 60*time.Second)
+	return c
+}
+
+// NewClient returns the HTTP client of every outgoing call of the kit and the
+// services; only the healthcheck's request to the process's own /readyz is made
+// without it. Its connections all go through d (nil is New(Config{}): public
+// destinations on 80 and 443 only), so each address is checked as it is dialed, and
+// the dial is bounded by d's Timeout. It never uses a proxy from the environment (a proxy would dial on its
+// behalf, past the guard), never follows a redirect (the 3xx is the answer), refuses
+// URLs that CheckURL refuses before any connection, and bounds the TLS handshake, the
+// wait for the response headers, their size, and each whole request, body included,
+// as cfg says. Read bodies with ReadBody to bound their size too.
+func NewClient(d *Dialer, cfg ClientConfig) *http.Client {
+	if d == nil {
+		d = New(Config{})
+	}
+	cfg = cfg.withDefaults()
 	tr := &http.Transport{
-		Proxy:                  nil, // a proxy would dial on our behalf, past the guard
+		Proxy:                  nil,
 		DialContext:            d.DialContext,
-		TLSHandshakeTimeout:    5 * time.Second,
-		ResponseHeaderTimeout:  timeout,
-		MaxResponseHeaderBytes: 64 << 10,
-		IdleConnTimeout:        60 * time.Second,
+		TLSHandshakeTimeout:    cfg.TLSHandshakeTimeout,
+		ResponseHeaderTimeout:  cfg.ResponseHeaderTimeout,
+		MaxResponseHeaderBytes: cfg.MaxResponseHeaderBytes,
+		MaxIdleConns:           cfg.MaxIdleConns,
+		MaxIdleConnsPerHost:    cfg.MaxIdleConnsPerHost,
+		IdleConnTimeout:        cfg.IdleConnTimeout,
 		ForceAttemptHTTP2:      true,
 	}
 	return &http.Client{
 		Transport: urlGuard{next: tr},
-		Timeout:   timeout,
+		Timeout:   cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},

@@ -35,7 +35,7 @@ func newSeen() seen { return seen{hosts: make(chan string, 16), serverNames: mak
 
 func newClient(t *testing.T, allow string, dns *resolver) *http.Client {
 	t.Helper()
-	c := egress.NewClient(egress.New(egress.Config{Allow: allowlist(t, allow), Resolver: dns}), 5*time.Second)
+	c := egress.NewClient(egress.New(egress.Config{Allow: allowlist(t, allow), Resolver: dns}), egress.ClientConfig{Timeout: 5 * time.Second})
 	t.Cleanup(c.CloseIdleConnections)
 	return c
 }

@@ -65,6 +65,10 @@ type Config struct {
 	Timeout time.Duration
 	// KeepAlive is the TCP keep-alive period (default 30 s when not positive).
 	KeepAlive time.Duration
+	// WrapConn, when set, wraps every connection once it is established, after every
+	// check: it cannot change where a connection goes (tests count the bytes read
+	// through it).
+	WrapConn func(net.Conn) net.Conn
 }
 
 // Dialer dials TCP connections that pass the egress policy. It is safe for concurrent
@@ -74,6 +78,7 @@ type Dialer struct {
 	resolver  Resolver
 	timeout   time.Duration
 	keepAlive time.Duration
+	wrap      func(net.Conn) net.Conn
 }
 
 // New returns a Dialer with cfg's policy.
@@ -87,6 +92,7 @@ func New(cfg Config) *Dialer {
 		resolver:  resolver,
 		timeout:   positiveOr(cfg.Timeout, 5*time.Second),
 		keepAlive: positiveOr(cfg.KeepAlive, 30*time.Second),
+		wrap:      cfg.WrapConn,
 	}
 }
 
@@ -118,7 +124,11 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	return d.dialPinned(ctx, network, dst, ips)
+	conn, err := d.dialPinned(ctx, network, dst, ips)
+	if err != nil || d.wrap == nil {
+		return conn, err
+	}
+	return d.wrap(conn), nil
 }
 
 // Admits reports whether the policy lets addr ("host:port") be dialed now, resolving

@@ -55,7 +55,7 @@ func TestFailedLookupsAreBoundedDNSErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			d := egress.New(egress.Config{Resolver: c.resolver, Timeout: 300 * time.Millisecond})
-			client := egress.NewClient(d, 30*time.Second)
+			client := egress.NewClient(d, egress.ClientConfig{Timeout: 30 * time.Second})
 			t.Cleanup(client.CloseIdleConnections)
 			start := time.Now()
 			resp, err := client.Post("https://logistics.example/webhooks", "application/json", strings.NewReader("{}"))

@@ -28,7 +28,8 @@ func Healthcheck(ctx context.Context, addr string) error {
 // given (such as 0.0.0.0:8081), whether it is ready: one GET of /readyz, on 127.0.0.1
 // when addr names every interface. It returns nil on 200 and otherwise an error with
 // the status and the server's reason. It is the healthcheck of container images that
-// have no curl; the deadline is ctx's.
+// have no curl; the deadline is ctx's. It is the only outgoing call not made through
+// egress.NewClient, and it only ever reaches the service itself.
 func ProbeReady(ctx context.Context, addr string) error {
 	url, err := readyURL(addr)
 	if err != nil {
@@ -38,8 +39,16 @@ func ProbeReady(ctx context.Context, addr string) error {
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", url, err)
 	}
-	// No proxy from the environment and no connection kept: one request, then exit.
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	// The one client outside egress.NewClient: it calls only the process's own
+	// listen address on loopback, which the SSRF guard exists to refuse. No proxy from
+	// the environment (a zero Transport has none), no redirect followed, no connection
+	// kept: one request, then exit.
+	client := &http.Client{
+		Transport: &http.Transport{DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("probe: %w", err)

@@ -3,20 +3,23 @@ package pager_test
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"os"
 
 	"github.com/uptrace/bun"
 
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/pager"
 )
 
-// A service pages through Slack: it hands the dispatcher p.DeliveryObserver() (in
+// A service pages through Slack: it gives the sender the SSRF guard of all its
+// outgoing calls, hands the dispatcher p.DeliveryObserver() (in
 // delivery.Deps.Observer), calls Notify for its own alerts, and runs the pager beside
 // its other runners.
 func Example() {
 	var db *bun.DB // the service's database, with the alert table
-	sender, err := pager.NewSlackSender(pager.SlackConfig{WebhookURL: os.Getenv("SLACK_WEBHOOK_URL")}, &http.Client{})
+	// Slack is a public destination: the default policy admits it, nothing to allow.
+	guard := egress.New(egress.Config{})
+	sender, err := pager.NewSlackSender(pager.SlackConfig{WebhookURL: os.Getenv("SLACK_WEBHOOK_URL")}, guard)
 	if err != nil {
 		panic(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/slack-go/slack/slackutilsx"
 )
 
 // Message is one page: the aggregated occurrences of one alert key.
@@ -11,7 +13,11 @@ type Message struct {
 	Key   string
 	Kind  string
 	Count int64
-	// Text is the whole message, Slack mrkdwn.
+	// Text is the whole message, Slack mrkdwn. Every piece of it the pager did not
+	// write itself (the alert's title, event, aggregate, error and detail, the
+	// configured names and the dashboard URL) has &, < and > escaped, so none of it
+	// can mention anyone (<!channel>, <!here>, <@U…>) or become a link with a label
+	// of its choosing (<http://…|…>). The pager's own markup is the bold service name.
 	Text string
 }
 
@@ -21,33 +27,37 @@ func (p *Pager) message(d due, s sample) Message {
 	var b strings.Builder
 	window := max(time.Duration(d.WindowSecs*float64(time.Second)).Round(time.Second), time.Second)
 	if p.cfg.Service != "" {
-		fmt.Fprintf(&b, "*[%s]* ", p.cfg.Service)
+		fmt.Fprintf(&b, "*[%s]* ", mrkdwn(p.cfg.Service))
 	}
-	fmt.Fprintf(&b, "%s — %d in the last %s", d.Title, d.Count, window)
+	fmt.Fprintf(&b, "%s — %d in the last %s", mrkdwn(d.Title), d.Count, window)
 	if d.Total > d.Count {
 		fmt.Fprintf(&b, " (%d since first seen)", d.Total)
 	}
 	var eg []string
 	if s.EventID != "" {
-		eg = append(eg, "event "+s.EventID)
+		eg = append(eg, "event "+mrkdwn(s.EventID))
 	}
 	if s.Aggregate != "" {
-		eg = append(eg, p.cfg.AggregateLabel+" "+s.Aggregate)
+		eg = append(eg, mrkdwn(p.cfg.AggregateLabel)+" "+mrkdwn(s.Aggregate))
 	}
 	if s.Error != "" {
-		eg = append(eg, "last error: "+s.Error)
+		eg = append(eg, "last error: "+mrkdwn(s.Error))
 	}
 	if len(eg) > 0 {
 		b.WriteString("\ne.g. " + strings.Join(eg, ", "))
 	}
 	if s.Detail != "" {
-		b.WriteString("\n" + s.Detail)
+		b.WriteString("\n" + mrkdwn(s.Detail))
 	}
 	if p.cfg.DashboardURL != "" {
-		b.WriteString("\nDashboard: " + p.cfg.DashboardURL)
+		b.WriteString("\nDashboard: " + mrkdwn(p.cfg.DashboardURL))
 	}
 	return Message{Key: d.Key, Kind: d.Kind, Count: d.Count, Text: b.String()}
 }
+
+// mrkdwn is s as literal text in Slack mrkdwn: &, < and > escaped, the only
+// characters Slack reads as control characters there.
+func mrkdwn(s string) string { return slackutilsx.EscapeMessage(s) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -120,7 +120,7 @@ func counted(texts []string) int {
 
 func start(t *testing.T, db *bun.DB, slack *slackStandIn, cfg pager.Config, debtors ...pager.Debtor) *pager.Pager {
 	t.Helper()
-	sender, err := pager.NewSlackSender(pager.SlackConfig{WebhookURL: slack.url}, nil)
+	sender, err := pager.NewSlackSender(pager.SlackConfig{WebhookURL: slack.url}, loopback(t))
 	require.NoError(t, err)
 	cfg.Table = "alerts"
 	p, err := pager.New(db, cfg, pager.Deps{Sender: sender, Debtors: debtors})

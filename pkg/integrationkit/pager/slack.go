@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
+
+	"handoff/pkg/integrationkit/egress"
 )
 
 // SlackConfig says where Slack messages go: an incoming webhook URL, or a bot token
@@ -35,15 +38,21 @@ func (c SlackConfig) Validate() error {
 	return nil
 }
 
-// NewSlackSender returns the Sender of c (nil when c names no target), posting with
-// client; each Send is bounded by its context.
-func NewSlackSender(c SlackConfig, client *http.Client) (Sender, error) {
+// sendTimeout is the outer bound of one Slack request; the pager's SendTimeout
+// (default 10 s) normally ends a Send first, through its context.
+const sendTimeout = time.Minute
+
+// NewSlackSender returns the Sender of c (nil when c names no target). It posts
+// through egress.NewClient on guard (nil: egress's default policy, public
+// destinations on 80 and 443 only), so a Slack URL on a refused address is never
+// dialed and a redirect is never followed: both fail the Send, and the pager keeps
+// the message for a retry. Link and media previews are turned off, so Slack fetches
+// nothing a message names. Each Send is bounded by its context.
+func NewSlackSender(c SlackConfig, guard *egress.Dialer) (Sender, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if client == nil {
-		client = &http.Client{}
-	}
+	client := egress.NewClient(guard, egress.ClientConfig{Timeout: sendTimeout})
 	switch {
 	case c.WebhookURL != "":
 		return slackWebhook{url: c.WebhookURL, client: client}, nil
@@ -64,7 +73,9 @@ type slackWebhook struct {
 }
 
 func (s slackWebhook) Send(ctx context.Context, m Message) error {
-	if err := slack.PostWebhookCustomHTTPContext(ctx, s.url, s.client, &slack.WebhookMessage{Text: m.Text}); err != nil {
+	off := false
+	msg := &slack.WebhookMessage{Text: m.Text, UnfurlLinks: &off, UnfurlMedia: &off}
+	if err := slack.PostWebhookCustomHTTPContext(ctx, s.url, s.client, msg); err != nil {
 		return fmt.Errorf("slack webhook: %w", err)
 	}
 	return nil
@@ -77,7 +88,8 @@ type slackBot struct {
 }
 
 func (s slackBot) Send(ctx context.Context, m Message) error {
-	if _, _, err := s.api.PostMessageContext(ctx, s.channel, slack.MsgOptionText(m.Text, false)); err != nil {
+	if _, _, err := s.api.PostMessageContext(ctx, s.channel, slack.MsgOptionText(m.Text, false),
+		slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()); err != nil {
 		return fmt.Errorf("slack chat.postMessage: %w", err)
 	}
 	return nil

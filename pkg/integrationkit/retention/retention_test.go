@@ -15,6 +15,7 @@ import (
 
 	"handoff/pkg/integrationkit/backoff"
 	"handoff/pkg/integrationkit/delivery"
+	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/outbox/outboxtest"
 	"handoff/pkg/integrationkit/pgdb"
@@ -103,9 +104,11 @@ func (b *bundle) runner(t *testing.T) *retention.Runner {
 // dispatch delivers new events until the test ends, so retention runs beside live work.
 func (b *bundle) dispatch(t *testing.T, n int) {
 	t.Helper()
+	allow, err := egress.ParseAllowlist("127.0.0.1/32") // the receiver's address
+	require.NoError(t, err)
 	d, err := delivery.New(b.db, b.store, webhook.NewSigner([][]byte{[]byte("0123456789abcdef0123456789abcdef")}),
 		delivery.Config{Interval: time.Second, Backoff: backoff.Schedule{20 * time.Millisecond}},
-		delivery.Deps{Log: slog.New(slog.DiscardHandler), DialContext: nil})
+		delivery.Deps{Log: slog.New(slog.DiscardHandler), Guard: egress.New(egress.Config{Allow: allow})})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
