@@ -40,10 +40,12 @@ const envDoc = `Environment:
   HTTP_ADDR              listen address (default 127.0.0.1:8081)
   DB_MAX_CONNS           database connection pool size (default 8)
   API_TOKENS             role:token or role:name:token, comma-separated, with roles
-                         clerk, ops, warehouse (tokens ≥ 16 chars, no ':'); a name keeps
-                         a caller's Idempotency-Keys across a token rotation
-  WEBHOOK_SECRET         Standard Webhooks secret whsec_<base64> (required for serve);
-                         several, space-separated, during a rotation: each one signs
+                         clerk, ops, warehouse (tokens ≥ 16 chars of ≥ 8 different ones,
+                         no ':' or white space, each in one entry); a name keeps a
+                         caller's Idempotency-Keys across a token rotation
+  WEBHOOK_SECRET         Standard Webhooks secret whsec_<base64> of ≥ 24 bytes (required
+                         for serve); several, space-separated, during a rotation: each
+                         one signs
   LOGISTICS_WEBHOOK_URL  where events go (default http://127.0.0.1:8082/webhooks/finance)
   OUTBOUND_ALLOW         CIDRs, IPs and host[:port] entries exempt from the SSRF deny
                          list, e.g. 127.0.0.1/32 (default none: every loopback, private

@@ -98,9 +98,11 @@ const envHelp = `Environment:
   API_TOKENS        bearer tokens as role:token or role:name:token, comma-separated
                     (roles clerk, ops, warehouse;
                     logistics admits warehouse tokens on /v1/shipments and ops
-                    tokens on /v1/ops; tokens ≥ 16 characters)
-  WEBHOOK_SECRET    Standard Webhooks secret(s) whsec_<base64> shared with finance;
-                    several, comma-separated, during a rotation (required by serve)
+                    tokens on /v1/ops; tokens ≥ 16 characters of ≥ 8 different
+                    ones, no white space, each in one entry)
+  WEBHOOK_SECRET    Standard Webhooks secret(s) whsec_<base64> of ≥ 24 bytes shared
+                    with finance; several, comma-separated, during a rotation
+                    (required by serve)
   MIGRATE_ON_START  apply pending migrations when serve starts (default true)
   DB_MAX_CONNS      database connection pool size (default 20)
   SHUTDOWN_GRACE    how long serve waits for requests in flight on shutdown (default 10s)
