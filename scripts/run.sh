@@ -28,6 +28,8 @@ if [ ! -f .data/dev.env ]; then
   chmod 600 .data/dev.env
 fi
 set -a; . .data/dev.env; set +a
+# LOGISTICS_ADDR is this script's own: finance refuses an unknown LOGISTICS_* variable.
+export -n LOGISTICS_ADDR
 
 echo "building binaries"
 (cd finance && go build -o ../bin/finance ./cmd/finance)

@@ -28,12 +28,24 @@ var leftToDefaults = map[string]map[string]string{
 		"RECONCILE_OVERDUE":         "15 minutes past its next attempt is overdue",
 		"LOGISTICS_API_URL":         "derived from LOGISTICS_WEBHOOK_URL: http://logistics:8082",
 		"TRUSTED_PROXIES":           "no proxy stands in front of the published ports: forwarding headers are believed from no one",
+		"DATABASE_URL_FILE":         secretInline,
+		"API_TOKENS_FILE":           secretInline,
+		"WEBHOOK_SECRET_FILE":       secretInline,
+		"SLACK_TOKEN_FILE":          secretInline,
+		"LOGISTICS_OPS_TOKEN_FILE":  secretInline,
 	},
 	"logistics": {
 		"RETENTION_PROCESSED_AGE": "processed events are kept 90 days",
 		"RETENTION_BATCH":         "1000 rows per statement keeps locks short",
+		"DATABASE_URL_FILE":       secretInline,
+		"API_TOKENS_FILE":         secretInline,
+		"WEBHOOK_SECRET_FILE":     secretInline,
 	},
 }
+
+// secretInline is why compose.yaml sets no *_FILE variable: it passes each secret
+// itself from .env, and a binary refuses a variable set together with its *_FILE.
+const secretInline = "the secret comes inline from .env; setting both it and its *_FILE is refused"
 
 // helpVariable is one variable in the Environment section of a binary's help: a name
 // at the start of a line indented by two spaces (descriptions are indented further).

@@ -19,8 +19,10 @@
 //   - wire: the limits of every value that crosses the wire (keys, identifiers,
 //     amounts, currency codes), checked alike by the sender and the receiver.
 //   - idempotency: Stripe-style Idempotency-Key middleware for echo.
-//   - problem, auth, envconf: problem+json errors, bearer tokens per role (and browser
-//     sessions sealed with them), config.
+//   - problem, auth: problem+json errors, bearer tokens per role (and browser sessions
+//     sealed with them).
+//   - envconf: configuration from the environment, each variable declared once with
+//     its default, help and check; every problem of a start reported on one line.
 //   - strict: request input with one meaning: JSON decoding that refuses duplicate
 //     members, case-only member matches, deep nesting and trailing data, and a check
 //     of the query parameters each route takes.

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
+	"strconv"
 	"time"
 
 	"handoff/pkg/integrationkit/auth"
@@ -14,6 +14,7 @@ import (
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/httpserver"
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/webhook"
 )
 
@@ -35,133 +36,116 @@ type config struct {
 	Oncall         oncallConfig
 }
 
-// envDoc documents every variable; --help prints it.
-const envDoc = `Environment:
-  DATABASE_URL           postgres URL of the finance database
-                         (default postgres://postgres@127.0.0.1:5432/finance?sslmode=disable)
-  HTTP_ADDR              listen address (default 127.0.0.1:8081)
-  TRUSTED_PROXIES        CIDRs or IPs, comma-separated, of the reverse proxies whose
-                         X-Forwarded-For and X-Forwarded-Proto are believed (default
-                         none: the client is the connection's peer, loopback included)
-  DB_MAX_CONNS           database connection pool size (default 8)
-  API_TOKENS             role:token or role:name:token, comma-separated, with roles
-                         clerk, ops, warehouse (tokens ≥ 16 chars, no ':'); a name keeps
-                         a caller's Idempotency-Keys across a token rotation (an unnamed
-                         token is a caller of its own)
-  WEBHOOK_SECRET         Standard Webhooks secret whsec_<base64> (required for serve);
-                         several, space-separated, during a rotation: each one signs
-  LOGISTICS_WEBHOOK_URL  where events go (default http://127.0.0.1:8082/webhooks/finance)
-  OUTBOUND_ALLOW         CIDRs, IPs and host[:port] entries exempt from the SSRF deny
-                         list, e.g. 127.0.0.1/32 (default none: every loopback, private
-                         and link-local destination is refused, the default
-                         LOGISTICS_WEBHOOK_URL included); metadata stays refused
-  MIGRATE_ON_START       apply pending migrations on serve (default true)
-  DISPATCH_ENABLED       run the dispatcher in this process (default true)
-  DISPATCH_INTERVAL      safety-net poll (default 5s)
-  DISPATCH_BATCH         most events claimed at once (default 100)
-  DISPATCH_CONCURRENCY   requests in flight (default 16 in single mode, 1 in batch mode:
-                         the next batch is claimed when the last is answered and takes
-                         everything that arrived meanwhile; replicas add parallelism)
-  DISPATCH_LEASE         claim lease, > DISPATCH_TIMEOUT + 1s (default 30s)
-  DISPATCH_TIMEOUT       one request, body included (default 10s)
-  DISPATCH_BACKOFF       full-jitter ceilings (default 5s,30s,5m,30m,4h)
-  DISPATCH_MAX_ATTEMPTS  counted attempts before dead letter (default 8)
-  DISPATCH_MODE          single (one request per event) or batch (one request per
-                         claimed batch, to LOGISTICS_WEBHOOK_URL + "/batch"; default single)
-  BREAKER_THRESHOLD      consecutive retryable failures that open the circuit (default 5)
-  BREAKER_COOLDOWN       how long an open circuit sends nothing (default 30s)
-  LOG_LEVEL              debug, info, warn or error (default info)
-  SLACK_WEBHOOK_URL      Slack incoming webhook that pages on-call; or else
-  SLACK_TOKEN            a bot token, with
-  SLACK_CHANNEL          the channel it posts to; with neither, alerts are only logged
-  SLACK_API_URL          Slack Web API base for SLACK_TOKEN (default https://slack.com/api/)
-  DASHBOARD_URL          linked from every page; the dashboard answers only its host and
-                         takes a POST only from its origin (default http://<HTTP_ADDR>/ops/;
-                         a loopback or unspecified host admits any loopback host)
-  ALERT_PENDING_AGE      page when the oldest pending event is older (default 5m)
-  ALERT_GATHER           a new alert waits this long to count its companions (default 5s)
-  ALERT_REPEAT           least time between two messages of one alert (default 1m)
-  RETENTION_SCHEDULE     cron spec of the retention run (default "0 3 * * *")
-  RETENTION_OUTBOX_AGE   delivered events move to the archive after (default 720h)
-  RETENTION_ARCHIVE_AGE  archived events are deleted after (default 8760h)
-  RETENTION_IDEMPOTENCY_AGE  Idempotency-Key records are deleted after (default 24h)
-  RETENTION_BATCH        rows per retention statement (default 1000)
-  RECONCILE_SCHEDULE     cron spec of reconciliation with logistics (default "@every 10m")
-  RECONCILE_WINDOW       trailing window each scheduled run compares (default 1h)
-  RECONCILE_OVERDUE      a pending event this late past its next attempt is reported
-                         (default 15m)
-  LOGISTICS_API_URL      logistics' base URL for its ops API (default: scheme and host
-                         of LOGISTICS_WEBHOOK_URL)
-  LOGISTICS_OPS_TOKEN    ops token of logistics; unset turns scheduled reconciliation off
-                         and the invoice trace shows "logistics record unavailable"
-`
+// tokenRoles are the roles API_TOKENS may name.
+var tokenRoles = []string{"clerk", "ops", "warehouse"}
 
-func parseConfig(lookup func(string) (string, bool)) (config, error) {
-	env := envconf.New(lookup)
-	c := config{
-		DatabaseURL:    env.String("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/finance?sslmode=disable"),
-		DBMaxConns:     env.Int("DB_MAX_CONNS", 0),
-		HTTPAddr:       env.String("HTTP_ADDR", "127.0.0.1:8081"),
-		WebhookURL:     env.String("LOGISTICS_WEBHOOK_URL", "http://127.0.0.1:8082/webhooks/finance"),
-		MigrateOnStart: env.Bool("MIGRATE_ON_START", true),
-		DispatchOn:     env.Bool("DISPATCH_ENABLED", true),
-		Dispatch: delivery.Config{
-			Interval:    env.Duration("DISPATCH_INTERVAL", 5*time.Second),
-			Batch:       env.Int("DISPATCH_BATCH", 100),
-			Lease:       env.Duration("DISPATCH_LEASE", 30*time.Second),
-			Timeout:     env.Duration("DISPATCH_TIMEOUT", 10*time.Second),
-			Backoff:     env.Durations("DISPATCH_BACKOFF", backoff.DefaultSchedule),
-			MaxAttempts: env.Int("DISPATCH_MAX_ATTEMPTS", 8),
-			Mode:        env.String("DISPATCH_MODE", delivery.ModeSingle),
-		},
-		Breaker: breaker.Config{
-			Table:     "finance_breakers",
-			Threshold: env.Int("BREAKER_THRESHOLD", 5),
-			Cooldown:  env.Duration("BREAKER_COOLDOWN", 30*time.Second),
-		},
-	}
-	c.Dispatch.Concurrency = env.Int("DISPATCH_CONCURRENCY", defaultConcurrency(c.Dispatch.Mode))
-	c.Breaker.ProbeLease = c.Dispatch.Lease
-	c.Oncall = parseOncall(env, c.HTTPAddr, c.WebhookURL)
-	if err := c.LogLevel.UnmarshalText([]byte(env.String("LOG_LEVEL", "info"))); err != nil {
-		env.Fail("LOG_LEVEL", "want debug, info, warn or error")
-	}
-	if _, err := url.Parse(c.DatabaseURL); err != nil || !strings.HasPrefix(c.DatabaseURL, "postgres") {
-		env.Fail("DATABASE_URL", "want a postgres:// URL")
-	}
-	c.checkWebhookURL(env)
-	allow, err := egress.ParseAllowlist(env.String("OUTBOUND_ALLOW", ""))
-	if err != nil {
-		env.Fail("OUTBOUND_ALLOW", "%v", err)
-	}
-	c.OutboundAllow = allow
-	tokens, err := auth.ParseTokens(env.String("API_TOKENS", ""), "clerk", "ops", "warehouse")
-	if err != nil {
-		env.Fail("API_TOKENS", "%v", err)
-	}
-	c.Tokens = tokens
-	proxies, err := httpserver.ParseProxies(env.String("TRUSTED_PROXIES", ""))
-	if err != nil {
-		env.Fail("TRUSTED_PROXIES", "%v", err)
-	}
-	c.TrustedProxies = proxies
-	if raw := env.String("WEBHOOK_SECRET", ""); raw != "" {
-		keys, err := webhook.ParseSecrets(raw)
-		if err != nil {
-			env.Fail("WEBHOOK_SECRET", "%v", err)
-		}
-		c.WebhookSecrets = keys
-	}
-	if err := env.Err(); err != nil {
+// parseConfig reads finance's variables from environ for command (serve needs
+// API_TOKENS and WEBHOOK_SECRET; the other commands do not). The error names every
+// invalid variable on one line and never repeats a secret.
+func parseConfig(environ []string, command string) (config, error) {
+	c := config{Breaker: breaker.Config{Table: "finance_breakers"}}
+	if err := c.settings().Load(environ, command); err != nil {
 		return config{}, err
 	}
-	if m := c.Dispatch.Mode; m != delivery.ModeSingle && m != delivery.ModeBatch {
-		return config{}, fmt.Errorf("invalid DISPATCH_MODE: want single or batch, got %q", m)
-	}
-	if err := c.Dispatch.Validate(); err != nil {
-		return config{}, fmt.Errorf("invalid DISPATCH_LEASE: %w", err)
-	}
+	c.Breaker.ProbeLease = c.Dispatch.Lease
 	return c, nil
+}
+
+// settings declares every variable finance reads, storing into c: each with its
+// default, help and check, and the rules across them. --help prints them.
+func (c *config) settings() envconf.Set {
+	set := envconf.Set{Settings: []envconf.Setting{
+		envconf.Secret(envconf.String(&c.DatabaseURL, "DATABASE_URL",
+			"postgres://postgres@127.0.0.1:5432/finance?sslmode=disable",
+			"postgres URL of the finance database", envconf.PostgresURL)),
+		envconf.Int(&c.DBMaxConns, "DB_MAX_CONNS", defaultDBMaxConns, 1, pgdb.MaxPool,
+			"pool of the API and the on-call jobs; serve refuses to start when it, with "+
+				"the dispatcher's "+strconv.Itoa(dispatchDBConns)+", exceeds the server's max_connections"),
+		envconf.String(&c.HTTPAddr, "HTTP_ADDR", "127.0.0.1:8081", "listen address, host:port", envconf.HostPort),
+		{Name: "TRUSTED_PROXIES", Help: "CIDRs or IPs, comma-separated, of the reverse proxies whose " +
+			"X-Forwarded-For and X-Forwarded-Proto are believed (default none: the client is the " +
+			"connection's peer, loopback included)",
+			Parse: func(v string) (err error) { c.TrustedProxies, err = httpserver.ParseProxies(v); return err }},
+		envconf.Required(envconf.Secret(envconf.Setting{Name: "API_TOKENS",
+			Help: "role:token or role:name:token, comma-separated, with roles clerk, ops, " +
+				"warehouse; each token at least 16 characters of at least 8 different ones, no " +
+				"':' or white space, used once; a name keeps a caller's Idempotency-Keys across " +
+				"a token rotation (an unnamed token is a caller of its own)",
+			Parse: func(v string) (err error) { c.Tokens, err = parseTokens(v); return err }}), "serve"),
+		envconf.Required(envconf.Secret(envconf.Setting{Name: "WEBHOOK_SECRET",
+			Help: "Standard Webhooks secret whsec_<base64> of at least 24 bytes (8 different " +
+				"values); several, space-separated, during a rotation: each one signs",
+			Parse: func(v string) (err error) { c.WebhookSecrets, err = webhook.ParseSecrets(v); return err }}), "serve"),
+		envconf.String(&c.WebhookURL, "LOGISTICS_WEBHOOK_URL", "http://127.0.0.1:8082/webhooks/finance",
+			"where events go", envconf.HTTPURL),
+		{Name: "OUTBOUND_ALLOW", Help: "CIDRs, IPs and host[:port] entries exempt from the SSRF deny " +
+			"list, e.g. 127.0.0.1/32 (default none: every loopback, private and link-local " +
+			"destination is refused, the default LOGISTICS_WEBHOOK_URL included); metadata " +
+			"stays refused",
+			Parse: func(v string) (err error) { c.OutboundAllow, err = egress.ParseAllowlist(v); return err }},
+		envconf.Bool(&c.MigrateOnStart, "MIGRATE_ON_START", true, "apply pending migrations on serve"),
+		{Name: "LOG_LEVEL", Default: "info", Help: "debug, info, warn or error", Parse: func(v string) error {
+			if c.LogLevel.UnmarshalText([]byte(v)) != nil {
+				return fmt.Errorf("want debug, info, warn or error, got %q", v)
+			}
+			return nil
+		}},
+	}}
+	dispatch, dispatchRules := c.dispatchSettings()
+	oncall, oncallRules := c.Oncall.settings(&c.HTTPAddr, &c.WebhookURL)
+	set.Settings = append(append(set.Settings, dispatch...), oncall...)
+	set.Rules = append(dispatchRules, oncallRules...)
+	return set
+}
+
+// dispatchSettings declares the dispatcher's and the circuit breaker's variables.
+func (c *config) dispatchSettings() ([]envconf.Setting, []envconf.Rule) {
+	d := &c.Dispatch
+	concurrency := envconf.Int(&d.Concurrency, "DISPATCH_CONCURRENCY", 0, 1, 0,
+		"requests in flight: in batch mode the next batch is claimed when the last is "+
+			"answered and takes everything that arrived meanwhile; replicas add parallelism")
+	concurrency.Default = "16 in single mode, 1 in batch mode"
+	concurrency.DefaultFrom = func() string { return strconv.Itoa(defaultConcurrency(d.Mode)) }
+	settings := []envconf.Setting{
+		envconf.Bool(&c.DispatchOn, "DISPATCH_ENABLED", true, "run the dispatcher in this process"),
+		envconf.Duration(&d.Interval, "DISPATCH_INTERVAL", 5*time.Second, 100*time.Millisecond, "safety-net poll"),
+		envconf.Int(&d.Batch, "DISPATCH_BATCH", 100, 1, 0, "most events claimed at once"),
+		envconf.String(&d.Mode, "DISPATCH_MODE", delivery.ModeSingle,
+			"single (one request per event) or batch (one request per claimed batch, to "+
+				"LOGISTICS_WEBHOOK_URL + \"/batch\")", checkMode),
+		concurrency,
+		envconf.Duration(&d.Lease, "DISPATCH_LEASE", 30*time.Second, 3*time.Second,
+			"claim lease, more than DISPATCH_TIMEOUT + 1s"),
+		envconf.Duration(&d.Timeout, "DISPATCH_TIMEOUT", 10*time.Second, time.Second, "one request, body included"),
+		envconf.Durations(&d.Backoff, "DISPATCH_BACKOFF", backoff.Schedule(backoff.DefaultSchedule), 50*time.Millisecond,
+			"full-jitter ceilings, comma-separated"),
+		envconf.Int(&d.MaxAttempts, "DISPATCH_MAX_ATTEMPTS", 8, 1, 0, "counted attempts before dead letter"),
+		envconf.Int(&c.Breaker.Threshold, "BREAKER_THRESHOLD", 5, 1, 0,
+			"consecutive retryable failures that open the circuit"),
+		envconf.Duration(&c.Breaker.Cooldown, "BREAKER_COOLDOWN", 30*time.Second, 100*time.Millisecond,
+			"how long an open circuit sends nothing"),
+	}
+	rules := []envconf.Rule{{Name: "DISPATCH_LEASE", Check: func() error { return d.Validate() },
+		Uses: []string{"DISPATCH_TIMEOUT", "DISPATCH_BATCH", "DISPATCH_CONCURRENCY", "DISPATCH_MAX_ATTEMPTS",
+			"DISPATCH_MODE", "DISPATCH_BACKOFF"}}}
+	return settings, rules
+}
+
+// parseTokens reads API_TOKENS, which must name at least one token.
+func parseTokens(v string) (auth.Tokens, error) {
+	tokens, err := auth.ParseTokens(v, tokenRoles...)
+	if err == nil && len(tokens.Roles()) == 0 {
+		err = errors.New("holds no role:token entry")
+	}
+	return tokens, err
+}
+
+// checkMode admits the dispatcher's two modes.
+func checkMode(m string) error {
+	if m != delivery.ModeSingle && m != delivery.ModeBatch {
+		return fmt.Errorf("want %s or %s, got %q", delivery.ModeSingle, delivery.ModeBatch, m)
+	}
+	return nil
 }
 
 // defaultConcurrency is DISPATCH_CONCURRENCY when unset. In batch mode each request
@@ -176,17 +160,4 @@ func defaultConcurrency(mode string) int {
 		return 1
 	}
 	return 16
-}
-
-// checkWebhookURL admits an absolute http(s) URL without credentials; a rejected URL
-// is echoed with any password redacted.
-func (c config) checkWebhookURL(env *envconf.Env) {
-	u, err := url.Parse(c.WebhookURL)
-	if err != nil {
-		env.Fail("LOGISTICS_WEBHOOK_URL", "want an absolute http(s) URL")
-		return
-	}
-	if err := egress.CheckURL(u); err != nil {
-		env.Fail("LOGISTICS_WEBHOOK_URL", "want an absolute http(s) URL without user info, got %q", u.Redacted())
-	}
 }

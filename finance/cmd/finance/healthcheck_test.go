@@ -30,12 +30,7 @@ func TestHealthcheckProbesReadyz(t *testing.T) {
 			httpserver.Health(e, func(context.Context) error { return tc.ready })
 			srv := httptest.NewServer(e)
 			t.Cleanup(srv.Close)
-			env := func(k string) (string, bool) {
-				if k == "HTTP_ADDR" {
-					return srv.Listener.Addr().String(), true
-				}
-				return "", false
-			}
+			env := []string{"HTTP_ADDR=" + srv.Listener.Addr().String()}
 			var out bytes.Buffer
 			err := run(context.Background(), []string{"healthcheck"}, env, &out, io.Discard)
 			if tc.wantErr == "" {

@@ -45,7 +45,7 @@ Usage:
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "finance:", err)
@@ -58,18 +58,21 @@ func main() {
 
 var errUsage = errors.New("usage: finance serve | migrate up|down|version | outbox stats|list|show|retry|trace | retention run | reconcile | healthcheck | version | help")
 
-func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+// run executes the command in args with the environment environ ("NAME=value"
+// entries); it returns when the command is done or, for serve, after ctx ends and
+// everything has drained. An invalid configuration returns before anything starts.
+func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errUsage
 	}
 	switch args[0] {
 	case "help", "-h", "--help":
-		_, err := fmt.Fprint(stdout, usage+envDoc)
+		_, err := fmt.Fprint(stdout, usage+(&config{}).settings().Help())
 		return err
 	case "version":
 		return buildinfo.Print(stdout, "finance")
 	}
-	cfg, err := parseConfig(lookup)
+	cfg, err := parseConfig(environ, args[0])
 	if err != nil {
 		return err
 	}

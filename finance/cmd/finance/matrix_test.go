@@ -45,8 +45,7 @@ func TestDispatcherDeliversWhileTheAPIPoolIsExhausted(t *testing.T) {
 	serveCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(serveCtx, []string{"serve"}, func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-			io.Discard, io.Discard)
+		done <- run(serveCtx, []string{"serve"}, environ(env), io.Discard, io.Discard)
 	}()
 	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
 	api := "http://" + addr

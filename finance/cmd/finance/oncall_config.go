@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
 	"time"
 
+	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/idempotency"
 	"handoff/pkg/integrationkit/pager"
@@ -21,7 +24,7 @@ type oncallConfig struct {
 	Reconcile    reconcileConfig
 }
 
-// retentionConfig is the retention windows.
+// retentionConfig is how long finance keeps what it delivered.
 type retentionConfig struct {
 	Schedule       string
 	OutboxAge      time.Duration
@@ -41,60 +44,97 @@ type reconcileConfig struct {
 
 const day = 24 * time.Hour
 
-// parseOncall reads the on-call variables; webhookURL gives LOGISTICS_API_URL its
-// default (the same scheme and host).
-func parseOncall(env *envconf.Env, httpAddr, webhookURL string) oncallConfig {
-	c := oncallConfig{
-		Slack: pager.SlackConfig{
-			WebhookURL: env.String("SLACK_WEBHOOK_URL", ""),
-			Token:      env.String("SLACK_TOKEN", ""),
-			Channel:    env.String("SLACK_CHANNEL", ""),
-			APIURL:     env.String("SLACK_API_URL", ""),
-		},
-		DashboardURL: env.String("DASHBOARD_URL", "http://"+httpAddr+"/ops/"),
-		PendingAge:   env.Duration("ALERT_PENDING_AGE", 5*time.Minute),
-		AlertGather:  env.Duration("ALERT_GATHER", 5*time.Second),
-		AlertRepeat:  env.Duration("ALERT_REPEAT", time.Minute),
-		Retention: retentionConfig{
-			Schedule:       env.String("RETENTION_SCHEDULE", "0 3 * * *"),
-			OutboxAge:      env.Duration("RETENTION_OUTBOX_AGE", 30*day),
-			ArchiveAge:     env.Duration("RETENTION_ARCHIVE_AGE", 365*day),
-			IdempotencyAge: env.Duration("RETENTION_IDEMPOTENCY_AGE", idempotency.DefaultTTL),
-			Batch:          env.Int("RETENTION_BATCH", 1000),
-		},
-		Reconcile: reconcileConfig{
-			Schedule:     env.String("RECONCILE_SCHEDULE", "@every 10m"),
-			Window:       env.Duration("RECONCILE_WINDOW", time.Hour),
-			Overdue:      env.Duration("RECONCILE_OVERDUE", 15*time.Minute),
-			LogisticsURL: env.String("LOGISTICS_API_URL", origin(webhookURL)),
-			OpsToken:     env.String("LOGISTICS_OPS_TOKEN", ""),
-		},
+// settings declares the on-call variables, storing into c. The defaults of
+// DASHBOARD_URL and LOGISTICS_API_URL come from httpAddr and webhookURL, parsed
+// before them.
+func (c *oncallConfig) settings(httpAddr, webhookURL *string) ([]envconf.Setting, []envconf.Rule) {
+	dashboard := envconf.String(&c.DashboardURL, "DASHBOARD_URL", "http://<HTTP_ADDR>/ops/",
+		"linked from every page; the dashboard answers only its host and takes a POST only "+
+			"from its origin (a loopback or unspecified host admits any loopback host)", envconf.HTTPURL)
+	dashboard.DefaultFrom = func() string { return "http://" + *httpAddr + "/ops/" }
+	logistics := envconf.String(&c.Reconcile.LogisticsURL, "LOGISTICS_API_URL",
+		"scheme and host of LOGISTICS_WEBHOOK_URL", "logistics' base URL for its ops API", envconf.HTTPURL)
+	logistics.DefaultFrom = func() string { return origin(*webhookURL) }
+	r := &c.Retention
+	settings := []envconf.Setting{
+		envconf.String(&c.Slack.WebhookURL, "SLACK_WEBHOOK_URL", "", "Slack incoming webhook that pages on-call; or else", envconf.HTTPURL),
+		envconf.Secret(envconf.String(&c.Slack.Token, "SLACK_TOKEN", "", "a bot token, with", nil)),
+		envconf.String(&c.Slack.Channel, "SLACK_CHANNEL", "", "the channel it posts to; with neither, alerts are only logged", nil),
+		envconf.String(&c.Slack.APIURL, "SLACK_API_URL", "",
+			"Slack Web API base for SLACK_TOKEN (default https://slack.com/api/)", envconf.HTTPURL),
+		dashboard,
+		envconf.Duration(&c.PendingAge, "ALERT_PENDING_AGE", 5*time.Minute, 10*time.Second,
+			"page when the oldest pending event is older"),
+		envconf.Duration(&c.AlertGather, "ALERT_GATHER", 5*time.Second, 100*time.Millisecond,
+			"a new alert waits this long to count its companions"),
+		envconf.Duration(&c.AlertRepeat, "ALERT_REPEAT", time.Minute, time.Second,
+			"least time between two messages of one alert"),
+		envconf.String(&r.Schedule, "RETENTION_SCHEDULE", "0 3 * * *", "cron spec of the retention run", checkSchedule),
+		envconf.Duration(&r.OutboxAge, "RETENTION_OUTBOX_AGE", 30*day, time.Hour,
+			"delivered events move to the archive after"),
+		envconf.Duration(&r.ArchiveAge, "RETENTION_ARCHIVE_AGE", 365*day, time.Hour,
+			"archived events are deleted after; at least RETENTION_OUTBOX_AGE"),
+		envconf.Duration(&r.IdempotencyAge, "RETENTION_IDEMPOTENCY_AGE", idempotency.DefaultTTL, idempotency.DefaultTTL,
+			"Idempotency-Key records are deleted after; the API honours a key this long"),
+		envconf.Int(&r.Batch, "RETENTION_BATCH", 1000, 1, 0, "rows per retention statement"),
+		envconf.String(&c.Reconcile.Schedule, "RECONCILE_SCHEDULE", "@every 10m",
+			"cron spec of reconciliation with logistics", checkSchedule),
+		envconf.Duration(&c.Reconcile.Window, "RECONCILE_WINDOW", time.Hour, time.Minute,
+			"trailing window each scheduled run compares; at most RETENTION_ARCHIVE_AGE"),
+		envconf.Duration(&c.Reconcile.Overdue, "RECONCILE_OVERDUE", 15*time.Minute, 10*time.Second,
+			"a pending event this late past its next attempt is reported"),
+		logistics,
+		envconf.Required(envconf.Secret(envconf.String(&c.Reconcile.OpsToken, "LOGISTICS_OPS_TOKEN", "",
+			"ops token of logistics; unset turns scheduled reconciliation off and the "+
+				"invoice trace shows \"logistics record unavailable\"", auth.CheckToken)), "reconcile"),
 	}
-	c.validate(env)
-	return c
+	return settings, c.rules()
 }
 
-func (c oncallConfig) validate(env *envconf.Env) {
-	for name, v := range map[string]string{"SLACK_WEBHOOK_URL": c.Slack.WebhookURL, "SLACK_API_URL": c.Slack.APIURL,
-		"DASHBOARD_URL": c.DashboardURL, "LOGISTICS_API_URL": c.Reconcile.LogisticsURL} {
-		if v != "" && origin(v) == "" {
-			env.Fail(name, "want an absolute http(s) URL, got %q", v)
-		}
+// rules are the on-call checks across variables.
+func (c *oncallConfig) rules() []envconf.Rule {
+	r := &c.Retention
+	return []envconf.Rule{
+		{Name: "SLACK_TOKEN", Uses: []string{"SLACK_WEBHOOK_URL"}, Check: func() error {
+			if c.Slack.WebhookURL != "" && c.Slack.Token != "" {
+				return errors.New("set SLACK_WEBHOOK_URL or SLACK_TOKEN, not both")
+			}
+			return nil
+		}},
+		{Name: "SLACK_CHANNEL", Uses: []string{"SLACK_TOKEN"}, Check: func() error {
+			if c.Slack.Token != "" && c.Slack.Channel == "" {
+				return errors.New("required with SLACK_TOKEN")
+			}
+			return nil
+		}},
+		// Archived at RETENTION_OUTBOX_AGE and deleted before: the archive would be
+		// emptied as soon as it is filled.
+		{Name: "RETENTION_ARCHIVE_AGE", Uses: []string{"RETENTION_OUTBOX_AGE"}, Check: func() error {
+			if r.ArchiveAge < r.OutboxAge {
+				return fmt.Errorf("%s is below RETENTION_OUTBOX_AGE (%s): events would be deleted as they are archived",
+					envconf.FormatDuration(r.ArchiveAge), envconf.FormatDuration(r.OutboxAge))
+			}
+			return nil
+		}},
+		// Reconciliation compares finance's deliveries, the archive included, with
+		// logistics: past RETENTION_ARCHIVE_AGE finance has deleted them, and every one
+		// would be reported as unknown to finance.
+		{Name: "RECONCILE_WINDOW", Uses: []string{"RETENTION_ARCHIVE_AGE"}, Check: func() error {
+			if c.Reconcile.Window > r.ArchiveAge {
+				return fmt.Errorf("%s exceeds RETENTION_ARCHIVE_AGE (%s): deleted events would be reported",
+					envconf.FormatDuration(c.Reconcile.Window), envconf.FormatDuration(r.ArchiveAge))
+			}
+			return nil
+		}},
 	}
-	switch {
-	case c.Slack.WebhookURL != "" && c.Slack.Token != "":
-		env.Fail("SLACK_TOKEN", "set SLACK_WEBHOOK_URL or SLACK_TOKEN, not both")
-	case c.Slack.Token != "" && c.Slack.Channel == "":
-		env.Fail("SLACK_CHANNEL", "required with SLACK_TOKEN")
+}
+
+// checkSchedule admits a cron spec.
+func checkSchedule(spec string) error {
+	if schedule.Validate(spec) != nil {
+		return fmt.Errorf("want a cron spec such as \"0 3 * * *\" or \"@every 10m\", got %q", spec)
 	}
-	for name, spec := range map[string]string{"RETENTION_SCHEDULE": c.Retention.Schedule, "RECONCILE_SCHEDULE": c.Reconcile.Schedule} {
-		if err := schedule.Validate(spec); err != nil {
-			env.Fail(name, "want a cron spec such as \"0 3 * * *\" or \"@every 10m\", got %q", spec)
-		}
-	}
-	if c.Retention.IdempotencyAge < idempotency.DefaultTTL {
-		env.Fail("RETENTION_IDEMPOTENCY_AGE", "must be at least %s, how long the API honours a key", idempotency.DefaultTTL)
-	}
+	return nil
 }
 
 // origin returns the scheme and host of an absolute http(s) URL, or "".

@@ -9,48 +9,77 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
 func TestInvalidOncallConfigNamesTheVariable(t *testing.T) {
 	t.Parallel()
-	cases := map[string]map[string]string{
-		"SLACK_WEBHOOK_URL":         {"SLACK_WEBHOOK_URL": "hooks.slack.com/x"},
-		"SLACK_CHANNEL":             {"SLACK_TOKEN": "xoxb-1"},
-		"SLACK_TOKEN":               {"SLACK_TOKEN": "xoxb-1", "SLACK_CHANNEL": "#c", "SLACK_WEBHOOK_URL": "http://h/x"},
-		"DASHBOARD_URL":             {"DASHBOARD_URL": "ftp://ops"},
-		"ALERT_PENDING_AGE":         {"ALERT_PENDING_AGE": "soon"},
-		"RETENTION_SCHEDULE":        {"RETENTION_SCHEDULE": "at three"},
-		"RECONCILE_SCHEDULE":        {"RECONCILE_SCHEDULE": "@every never"},
-		"RETENTION_IDEMPOTENCY_AGE": {"RETENTION_IDEMPOTENCY_AGE": "1h"},
-		"RETENTION_BATCH":           {"RETENTION_BATCH": "0"},
-		"LOGISTICS_API_URL":         {"LOGISTICS_API_URL": "logistics:8082"},
+	cases := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"SLACK_WEBHOOK_URL", map[string]string{"SLACK_WEBHOOK_URL": "hooks.slack.com/x"}, "absolute http(s) URL"},
+		{"SLACK_WEBHOOK_URL", map[string]string{"SLACK_WEBHOOK_URL": "https://u:p@hooks.slack.com/x"}, "credentials"},
+		{"SLACK_API_URL", map[string]string{"SLACK_API_URL": "https://bot:p@slack.example/api/"}, "credentials"},
+		{"SLACK_CHANNEL", map[string]string{"SLACK_TOKEN": "xoxb-1"}, "required with SLACK_TOKEN"},
+		{"SLACK_TOKEN", map[string]string{"SLACK_TOKEN": "xoxb-1", "SLACK_CHANNEL": "#c", "SLACK_WEBHOOK_URL": "http://h/x"}, "not both"},
+		{"DASHBOARD_URL", map[string]string{"DASHBOARD_URL": "ftp://ops"}, "absolute http(s) URL"},
+		{"DASHBOARD_URL", map[string]string{"DASHBOARD_URL": "https://admin:p@ops.example/ops/"}, "credentials"},
+		{"ALERT_PENDING_AGE", map[string]string{"ALERT_PENDING_AGE": "soon"}, "want a duration"},
+		{"ALERT_PENDING_AGE", map[string]string{"ALERT_PENDING_AGE": "1s"}, "below the floor of 10s"},
+		{"ALERT_GATHER", map[string]string{"ALERT_GATHER": "1ms"}, "below the floor of 100ms"},
+		{"ALERT_REPEAT", map[string]string{"ALERT_REPEAT": "1ns"}, "below the floor of 1s"},
+		{"RETENTION_SCHEDULE", map[string]string{"RETENTION_SCHEDULE": "at three"}, "cron spec"},
+		{"RECONCILE_SCHEDULE", map[string]string{"RECONCILE_SCHEDULE": "@every never"}, "cron spec"},
+		{"RETENTION_IDEMPOTENCY_AGE", map[string]string{"RETENTION_IDEMPOTENCY_AGE": "1h"}, "below the floor of 24h"},
+		{"RETENTION_OUTBOX_AGE", map[string]string{"RETENTION_OUTBOX_AGE": "1m"}, "below the floor of 1h"},
+		{"RETENTION_ARCHIVE_AGE", map[string]string{"RETENTION_ARCHIVE_AGE": "48h"}, "below RETENTION_OUTBOX_AGE (720h)"},
+		{"RECONCILE_WINDOW", map[string]string{"RECONCILE_WINDOW": "9000h"}, "exceeds RETENTION_ARCHIVE_AGE (8760h)"},
+		{"RECONCILE_WINDOW", map[string]string{"RECONCILE_WINDOW": "1s"}, "below the floor of 1m"},
+		{"RECONCILE_OVERDUE", map[string]string{"RECONCILE_OVERDUE": "1ms"}, "below the floor of 10s"},
+		{"RETENTION_BATCH", map[string]string{"RETENTION_BATCH": "0"}, "at least 1"},
+		{"LOGISTICS_API_URL", map[string]string{"LOGISTICS_API_URL": "logistics:8082"}, "absolute http(s) URL"},
+		{"LOGISTICS_API_URL", map[string]string{"LOGISTICS_API_URL": "http://ops:pw@logistics:8082"}, "credentials"},
+		{"RETENTION_ARCHIVE_AGES", map[string]string{"RETENTION_ARCHIVE_AGES": "1h"}, "did you mean RETENTION_ARCHIVE_AGE?"},
+		{"ALERT_REPEATS", map[string]string{"ALERT_REPEATS": "1h"}, "did you mean ALERT_REPEAT?"},
+		{"SLACK_TOKN", map[string]string{"SLACK_TOKN": "xoxb-1"}, "did you mean SLACK_TOKEN?"},
+		{"LOGISTICS_OPS_TOKN", map[string]string{"LOGISTICS_OPS_TOKN": "x"}, "did you mean LOGISTICS_OPS_TOKEN?"},
+		{"WEBHOOK_SECRETS", map[string]string{"WEBHOOK_SECRETS": "x"}, "did you mean WEBHOOK_SECRET?"},
+		{"API_TOKEN", map[string]string{"API_TOKEN": "x"}, "did you mean API_TOKENS?"},
+		{"DB_MAX_CONNECTIONS", map[string]string{"DB_MAX_CONNECTIONS": "8"}, "did you mean DB_MAX_CONNS?"},
+		{"HTTP_ADR", map[string]string{"HTTP_ADR": ":8081"}, "did you mean HTTP_ADDR?"},
+		{"MIGRATE_ON_STARTUP", map[string]string{"MIGRATE_ON_STARTUP": "false"}, "did you mean MIGRATE_ON_START?"},
 	}
-	for name, vars := range cases {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.name+"/"+tc.want, func(t *testing.T) {
 			t.Parallel()
-			_, err := parseConfig(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
-			require.Error(t, err)
-			require.Contains(t, err.Error(), "invalid "+name)
-			require.NotContains(t, err.Error(), "\n", "one line")
+			_, err := parseConfig(environ(tc.vars), "migrate")
+			var cfgErr *envconf.Error
+			require.ErrorAs(t, err, &cfgErr)
+			require.Len(t, cfgErr.Problems, 1, "%v", err)
+			require.Equal(t, tc.name, cfgErr.Problems[0].Name)
+			require.Contains(t, cfgErr.Problems[0].Reason, tc.want)
+			require.NotContains(t, err.Error(), ":p@", "credentials are never echoed")
+			require.NotContains(t, err.Error(), ":pw@", "credentials are never echoed")
 		})
 	}
 }
 
 func TestOncallDefaults(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseConfig(func(k string) (string, bool) {
-		v, ok := map[string]string{"HTTP_ADDR": "10.0.0.5:9000", "LOGISTICS_WEBHOOK_URL": "https://logi.internal:8443/webhooks/finance"}[k]
-		return v, ok
-	})
+	cfg, err := parseConfig([]string{"HTTP_ADDR=10.0.0.5:9000", "LOGISTICS_WEBHOOK_URL=https://logi.internal:8443/webhooks/finance"}, "migrate")
 	require.NoError(t, err)
 	require.Equal(t, "http://10.0.0.5:9000/ops/", cfg.Oncall.DashboardURL)
 	require.Equal(t, "https://logi.internal:8443", cfg.Oncall.Reconcile.LogisticsURL)
 	require.Equal(t, 5*time.Minute, cfg.Oncall.PendingAge)
 	require.Equal(t, "0 3 * * *", cfg.Oncall.Retention.Schedule)
 	require.Equal(t, 30*day, cfg.Oncall.Retention.OutboxAge)
+	require.Equal(t, 365*day, cfg.Oncall.Retention.ArchiveAge)
 	require.Equal(t, time.Hour, cfg.Oncall.Reconcile.Window)
+	require.Empty(t, cfg.Oncall.Slack.APIURL, "the Slack client's own default")
 	require.False(t, cfg.Oncall.Slack.Enabled())
 	require.Equal(t, 30*time.Second, pendingCheckEvery(5*time.Minute))
 	require.Equal(t, time.Second, pendingCheckEvery(time.Second))
@@ -70,7 +99,7 @@ func TestRetentionRunPrintsCounts(t *testing.T) {
 		       (gen_random_uuid(), 'invoice.paid', '{}', 'k-new', 'http://l', 'inv-2', 1, 'delivered', now() - interval '29 days')`).
 		Exec(context.Background())
 	require.NoError(t, err)
-	lookup := func(k string) (string, bool) { return url, k == "DATABASE_URL" }
+	lookup := []string{"DATABASE_URL=" + url}
 
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"retention", "run"}, lookup, &out, &out))
@@ -86,8 +115,8 @@ func TestRetentionRunPrintsCounts(t *testing.T) {
 func TestReconcileNeedsTheOpsToken(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"reconcile", "--since=1h"}, func(string) (string, bool) { return "", false }, &out, &out)
-	require.ErrorContains(t, err, "LOGISTICS_OPS_TOKEN")
-	err = run(context.Background(), []string{"reconcile", "--since=yesterday"}, func(string) (string, bool) { return "", false }, &out, &out)
+	err := run(context.Background(), []string{"reconcile", "--since=1h"}, nil, &out, &out)
+	require.EqualError(t, err, "invalid configuration: LOGISTICS_OPS_TOKEN: required by reconcile")
+	err = run(context.Background(), []string{"reconcile", "--since=yesterday"}, []string{"LOGISTICS_OPS_TOKEN=ops-token-0123456789abc"}, &out, &out)
 	require.ErrorContains(t, err, "--since")
 }

@@ -44,7 +44,8 @@ func TestWarnRefusedNamesEachRefusedVariable(t *testing.T) {
 			t.Parallel()
 			env := maps.Clone(allowed)
 			maps.Copy(env, c.env)
-			cfg, err := parseConfig(func(k string) (string, bool) { v, ok := env[k]; return v, ok && v != "" })
+			maps.DeleteFunc(env, func(_, v string) bool { return v == "" }) // unset
+			cfg, err := parseConfig(environ(env), "migrate")
 			require.NoError(t, err)
 			var logs bytes.Buffer
 			warnRefused(newGuard(cfg), cfg, slog.New(slog.NewJSONHandler(&logs, nil)))

@@ -20,7 +20,7 @@ import (
 type cli struct {
 	ctx context.Context
 	db  *bun.DB
-	env func(string) (string, bool)
+	env []string
 }
 
 // setupCLI gives the outbox commands a fresh finance database holding two paid
@@ -53,8 +53,7 @@ func setupCLI(t *testing.T) (*cli, invoice.Invoice, uuid.UUID) {
 	_, err = db.NewRaw(`INSERT INTO finance_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, status_code, outcome)
 		VALUES (?, 8, now(), 12, 400, 'dead_letter')`, failed).Exec(ctx)
 	require.NoError(t, err)
-	env := func(k string) (string, bool) { return url, k == "DATABASE_URL" }
-	return &cli{ctx: ctx, db: db, env: env}, first, failed
+	return &cli{ctx: ctx, db: db, env: []string{"DATABASE_URL=" + url}}, first, failed
 }
 
 func (c *cli) run(t *testing.T, args ...string) (string, error) {

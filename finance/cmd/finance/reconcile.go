@@ -31,9 +31,6 @@ func reconcileCommand(ctx context.Context, cfg config, args []string, stdout io.
 	if err != nil {
 		return err
 	}
-	if cfg.Oncall.Reconcile.OpsToken == "" {
-		return errors.New("invalid LOGISTICS_OPS_TOKEN: required to read logistics' processed events")
-	}
 	db, err := pgdb.Open(ctx, cfg.DatabaseURL, 4)
 	if err != nil {
 		return err

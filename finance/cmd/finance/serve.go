@@ -1,9 +1,7 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +16,7 @@ import (
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/idempotency"
 	"handoff/pkg/integrationkit/logging"
@@ -38,22 +37,23 @@ const defaultDBMaxConns = 8
 // take every API connection cannot stop deliveries.
 const dispatchDBConns = 5
 
-// serve runs the HTTP API and the dispatcher until ctx ends, then drains both.
+// serve runs the HTTP API and the dispatcher until ctx ends, then drains both. It
+// checks the pools against the server before it migrates or listens.
 func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	log := logging.New(logOut, "finance", cfg.LogLevel)
-	if len(cfg.WebhookSecrets) == 0 {
-		return errors.New("invalid WEBHOOK_SECRET: required to sign deliveries")
+	db, err := pgdb.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := checkPools(ctx, db, cfg); err != nil {
+		return err
 	}
 	if cfg.MigrateOnStart {
 		if err := pgdb.Migrate(cfg.DatabaseURL, migrations.Finance()); err != nil {
 			return err
 		}
 	}
-	db, err := pgdb.Open(ctx, cfg.DatabaseURL, cmp.Or(cfg.DBMaxConns, defaultDBMaxConns))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
 
 	e := httpserver.New(log)
 	cfg.TrustedProxies.Apply(e)
@@ -108,6 +108,26 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	err = g.Wait()
 	log.Info("finance stopped", "err", err)
 	return err
+}
+
+// checkPools refuses a configuration whose pools (DB_MAX_CONNS, and the dispatcher's
+// when it runs here) could never fill on the server: past its max_connections, a
+// request would wait for a slot that does not exist.
+func checkPools(ctx context.Context, db *bun.DB, cfg config) error {
+	most, err := pgdb.MaxConnections(ctx, db)
+	if err != nil {
+		return err
+	}
+	pools, dispatcher := cfg.DBMaxConns, ""
+	if cfg.DispatchOn {
+		pools += dispatchDBConns
+		dispatcher = fmt.Sprintf(" with the dispatcher's %d", dispatchDBConns)
+	}
+	if pools > most {
+		return envconf.Invalid("DB_MAX_CONNS", "%d connections%s exceed the server's max_connections of %d",
+			pools, dispatcher, most)
+	}
+	return nil
 }
 
 func newDispatcher(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger, obs delivery.Observer) (*delivery.Dispatcher, error) {

@@ -13,9 +13,8 @@ import (
 
 func TestVersionNeedsNoConfiguration(t *testing.T) {
 	t.Parallel()
-	noEnv := func(string) (string, bool) { return "", false }
 	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"version"}, noEnv, &out, io.Discard))
+	require.NoError(t, run(context.Background(), []string{"version"}, nil, &out, io.Discard))
 	require.True(t, strings.HasPrefix(out.String(), "finance "), out.String())
 	require.Contains(t, out.String(), "  go        go1.")
 	require.Contains(t, out.String(), "  platform  "+runtime.GOOS+"/"+runtime.GOARCH)

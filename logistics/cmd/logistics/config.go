@@ -1,15 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
-	"strings"
 	"time"
 
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/envconf"
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/webhook"
 
 	"handoff/logistics/internal/webhookapi"
@@ -43,71 +42,54 @@ type Config struct {
 // the ops API.
 var tokenRoles = []string{"clerk", "ops", "warehouse"}
 
-// parseConfig reads the configuration through getenv. needSecret is set for serve,
-// which cannot verify webhooks without WEBHOOK_SECRET. The error names every invalid
-// variable on one line and never repeats a secret.
-func parseConfig(getenv func(string) string, needSecret bool) (Config, error) {
-	env := envconf.New(func(name string) (string, bool) {
-		v := getenv(name)
-		return v, v != ""
-	})
-	cfg := Config{
-		DatabaseURL:    env.String("DATABASE_URL", defaultDatabaseURL),
-		HTTPAddr:       env.String("HTTP_ADDR", defaultHTTPAddr),
-		MigrateOnStart: env.Bool("MIGRATE_ON_START", true),
-		DBMaxConns:     env.Int("DB_MAX_CONNS", defaultDBMaxConns),
-		ShutdownGrace:  env.Duration("SHUTDOWN_GRACE", defaultGrace),
-		Retention:      parseRetention(env),
-		BatchMaxItems:  env.Int("BATCH_MAX_ITEMS", webhookapi.DefaultBatchMaxItems),
-	}
-	if err := cfg.LogLevel.UnmarshalText([]byte(env.String("LOG_LEVEL", "info"))); err != nil {
-		env.Fail("LOG_LEVEL", "want debug, info, warn or error")
-	}
-	if u, err := url.Parse(cfg.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		env.Fail("DATABASE_URL", "want a postgres:// URL")
-	}
-	if _, _, err := net.SplitHostPort(cfg.HTTPAddr); err != nil {
-		env.Fail("HTTP_ADDR", "want host:port, got %q", cfg.HTTPAddr)
-	}
-	tokens, err := auth.ParseTokens(env.String("API_TOKENS", ""), tokenRoles...)
-	if err != nil {
-		env.Fail("API_TOKENS", "%v", err)
-	}
-	cfg.Tokens = tokens
-	switch secret := env.String("WEBHOOK_SECRET", ""); {
-	case secret == "" && needSecret:
-		env.Fail("WEBHOOK_SECRET", "required: the Standard Webhooks secret (whsec_<base64>) shared with finance")
-	case secret != "":
-		keys, err := webhook.ParseSecrets(secret)
-		if err != nil {
-			env.Fail("WEBHOOK_SECRET", "%v", err)
-		}
-		cfg.WebhookKeys = keys
-	}
-	if err := env.Err(); err != nil {
-		return Config{}, fmt.Errorf("configuration: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+// parseConfig reads the configuration from environ for command: serve needs
+// API_TOKENS and WEBHOOK_SECRET, the other commands do not. The error names every
+// invalid variable on one line and never repeats a secret.
+func parseConfig(environ []string, command string) (Config, error) {
+	var cfg Config
+	if err := cfg.settings().Load(environ, command); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
 }
 
-// envHelp documents the variables in the help text.
-const envHelp = `Environment:
-  DATABASE_URL      postgres URL of the logistics database
-                    (default ` + defaultDatabaseURL + `)
-  HTTP_ADDR         listen address (default ` + defaultHTTPAddr + `)
-  API_TOKENS        bearer tokens as role:token or role:name:token, comma-separated
-                    (roles clerk, ops, warehouse;
-                    logistics admits warehouse tokens on /v1/shipments and ops
-                    tokens on /v1/ops; tokens ≥ 16 characters)
-  WEBHOOK_SECRET    Standard Webhooks secret(s) whsec_<base64> shared with finance;
-                    several, comma-separated, during a rotation (required by serve)
-  MIGRATE_ON_START  apply pending migrations when serve starts (default true)
-  DB_MAX_CONNS      database connection pool size (default 20)
-  SHUTDOWN_GRACE    how long serve waits for requests in flight on shutdown (default 10s)
-  LOG_LEVEL         debug, info, warn or error (default info)
-  BATCH_MAX_ITEMS   most events one POST /webhooks/finance/batch may carry; keep it
-                    at least finance's DISPATCH_BATCH (default 500)
-  RETENTION_SCHEDULE       cron spec of the retention run (default "0 3 * * *")
-  RETENTION_PROCESSED_AGE  processed events are deleted after (default 2160h = 90 days)
-  RETENTION_BATCH          rows per retention statement (default 1000)
-`
+// settings declares every variable logistics reads, storing into c, each with its
+// default, help and check. --help prints them.
+func (c *Config) settings() envconf.Set {
+	return envconf.Set{Settings: append([]envconf.Setting{
+		envconf.Secret(envconf.String(&c.DatabaseURL, "DATABASE_URL", defaultDatabaseURL,
+			"postgres URL of the logistics database", envconf.PostgresURL)),
+		envconf.String(&c.HTTPAddr, "HTTP_ADDR", defaultHTTPAddr, "listen address, host:port", envconf.HostPort),
+		envconf.Required(envconf.Secret(envconf.Setting{Name: "API_TOKENS",
+			Help: "bearer tokens as role:token or role:name:token, comma-separated (roles clerk, ops, " +
+				"warehouse; logistics admits warehouse tokens on /v1/shipments and ops tokens on /v1/ops); " +
+				"each token at least 16 characters of at least 8 different ones, no ':' or white space, used once",
+			Parse: func(v string) (err error) { c.Tokens, err = parseTokens(v); return err }}), "serve"),
+		envconf.Required(envconf.Secret(envconf.Setting{Name: "WEBHOOK_SECRET",
+			Help: "Standard Webhooks secret(s) whsec_<base64> shared with finance, each of at least " +
+				"24 bytes (8 different values); several, comma-separated, during a rotation",
+			Parse: func(v string) (err error) { c.WebhookKeys, err = webhook.ParseSecrets(v); return err }}), "serve"),
+		envconf.Bool(&c.MigrateOnStart, "MIGRATE_ON_START", true, "apply pending migrations when serve starts"),
+		envconf.Int(&c.DBMaxConns, "DB_MAX_CONNS", defaultDBMaxConns, 1, pgdb.MaxPool,
+			"database connection pool size; serve refuses to start when it exceeds the server's max_connections"),
+		envconf.Duration(&c.ShutdownGrace, "SHUTDOWN_GRACE", defaultGrace, time.Second,
+			"how long serve waits for requests in flight on shutdown"),
+		{Name: "LOG_LEVEL", Default: "info", Help: "debug, info, warn or error", Parse: func(v string) error {
+			if c.LogLevel.UnmarshalText([]byte(v)) != nil {
+				return fmt.Errorf("want debug, info, warn or error, got %q", v)
+			}
+			return nil
+		}},
+		envconf.Int(&c.BatchMaxItems, "BATCH_MAX_ITEMS", webhookapi.DefaultBatchMaxItems, 1, 0,
+			"most events one POST /webhooks/finance/batch may carry; keep it at least finance's DISPATCH_BATCH"),
+	}, c.Retention.settings()...)}
+}
+
+// parseTokens reads API_TOKENS, which must name at least one token.
+func parseTokens(v string) (auth.Tokens, error) {
+	tokens, err := auth.ParseTokens(v, tokenRoles...)
+	if err == nil && len(tokens.Roles()) == 0 {
+		err = errors.New("holds no role:token entry")
+	}
+	return tokens, err
+}

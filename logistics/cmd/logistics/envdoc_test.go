@@ -1,26 +1,30 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"os"
 	"regexp"
-	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestHelpDocumentsEveryVariable keeps --help the complete list of what logistics reads:
-// the compose validation in e2e/deploy takes its variable names from --help, so a
-// variable read but not documented would go unchecked there.
-func TestHelpDocumentsEveryVariable(t *testing.T) {
+// TestHelpAndReadmeDocumentEveryVariable keeps --help and the README's configuration
+// table the complete list of what logistics reads: the compose validation in
+// e2e/deploy takes its variable names from --help, so a variable read but not
+// documented would go unchecked there.
+func TestHelpAndReadmeDocumentEveryVariable(t *testing.T) {
 	t.Parallel()
-	var read []string
-	record := func(name string) string {
-		read = append(read, name)
-		return ""
-	}
-	_, _ = parseConfig(record, true)
-	require.NotEmpty(t, read)
-	for _, name := range slices.Compact(slices.Sorted(slices.Values(read))) {
-		require.Regexp(t, regexp.MustCompile(`(?m)^  `+name+`\s`), envHelp, "logistics reads %s but --help does not list it", name)
+	var help bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"help"}, nil, &help, &help))
+	readme, err := os.ReadFile("../../../README.md")
+	require.NoError(t, err)
+	names := (&Config{}).settings().Names()
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		require.Regexp(t, regexp.MustCompile(`(?m)^  `+name+`\s`), help.String(), "logistics reads %s but --help does not list it", name)
+		require.True(t, strings.Contains(string(readme), "`"+name+"`"), "logistics reads %s but README.md does not list it", name)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/buildinfo"
+	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/metrics"
@@ -54,7 +55,7 @@ var errUsage = errors.New("unknown command; run logistics help")
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "logistics:", err)
@@ -65,74 +66,74 @@ func main() {
 	}
 }
 
-// run executes the command in args with the environment getenv; it returns when the
-// command is done or, for serve, after ctx ends and the server has drained.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// run executes the command in args with the environment environ ("NAME=value"
+// entries); it returns when the command is done or, for serve, after ctx ends and
+// the server has drained. An invalid configuration returns before anything starts.
+func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		_, _ = fmt.Fprint(stderr, usage)
 		return errUsage
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
-		_, err := fmt.Fprint(stdout, usage+envHelp)
+		_, err := fmt.Fprint(stdout, usage+(&Config{}).settings().Help())
 		return err
 	case "version":
 		if len(args) != 1 {
 			return errUsage
 		}
 		return buildinfo.Print(stdout, "logistics")
-	case "healthcheck":
+	case "healthcheck", "serve":
 		if len(args) != 1 {
 			return errUsage
 		}
-		cfg, err := parseConfig(getenv, false)
-		if err != nil {
-			return err
-		}
-		return httpserver.Healthcheck(ctx, cfg.HTTPAddr)
-	case "serve":
-		if len(args) != 1 {
-			return errUsage
-		}
-		cfg, err := parseConfig(getenv, true)
-		if err != nil {
-			return err
-		}
-		return serve(ctx, cfg, logging.New(stderr, "logistics", cfg.LogLevel))
 	case "retention":
 		if len(args) != 2 || args[1] != "run" {
 			return errUsage
 		}
-		cfg, err := parseConfig(getenv, false)
-		if err != nil {
-			return err
-		}
-		return retentionCommand(ctx, cfg, stdout)
 	case "migrate":
 		if len(args) != 2 {
 			return errUsage
 		}
-		cfg, err := parseConfig(getenv, false)
-		if err != nil {
-			return err
-		}
-		return migrate(args[1], cfg, stdout)
 	default:
 		return errUsage
 	}
+	cfg, err := parseConfig(environ, args[0])
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "healthcheck":
+		return httpserver.Healthcheck(ctx, cfg.HTTPAddr)
+	case "serve":
+		return serve(ctx, cfg, logging.New(stderr, "logistics", cfg.LogLevel))
+	case "retention":
+		return retentionCommand(ctx, cfg, stdout)
+	default:
+		return migrate(args[1], cfg, stdout)
+	}
 }
 
+// serve runs the webhook consumer and the APIs until ctx ends, then drains. It
+// checks the pool against the server before it migrates or listens.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	if cfg.MigrateOnStart {
-		if err := pgdb.Migrate(cfg.DatabaseURL, migrations.Logistics()); err != nil {
-			return err
-		}
-	}
 	db, err := pgdb.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	most, err := pgdb.MaxConnections(ctx, db)
+	if err != nil {
+		return err
+	}
+	if cfg.DBMaxConns > most {
+		return envconf.Invalid("DB_MAX_CONNS", "%d connections exceed the server's max_connections of %d", cfg.DBMaxConns, most)
+	}
+	if cfg.MigrateOnStart {
+		if err := pgdb.Migrate(cfg.DatabaseURL, migrations.Logistics()); err != nil {
+			return err
+		}
+	}
 	if cfg.Tokens.Roles()[warehouseapi.Role] == 0 {
 		log.Warn("API_TOKENS has no warehouse token: the warehouse API will refuse every request")
 	}

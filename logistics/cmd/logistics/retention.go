@@ -17,24 +17,30 @@ import (
 	"handoff/pkg/integrationkit/schedule"
 )
 
-// retentionConfig is logistics' share of the retention windows.
+// retentionConfig is how long logistics keeps the events it processed.
 type retentionConfig struct {
 	Schedule     string
 	ProcessedAge time.Duration
 	Batch        int
 }
 
-// parseRetention reads the retention variables.
-func parseRetention(env *envconf.Env) retentionConfig {
-	c := retentionConfig{
-		Schedule:     env.String("RETENTION_SCHEDULE", "0 3 * * *"),
-		ProcessedAge: env.Duration("RETENTION_PROCESSED_AGE", 90*24*time.Hour),
-		Batch:        env.Int("RETENTION_BATCH", 1000),
+// settings declares the retention variables, storing into c.
+func (c *retentionConfig) settings() []envconf.Setting {
+	return []envconf.Setting{
+		envconf.String(&c.Schedule, "RETENTION_SCHEDULE", "0 3 * * *", "cron spec of the retention run",
+			func(spec string) error {
+				if schedule.Validate(spec) != nil {
+					return fmt.Errorf("want a cron spec such as \"0 3 * * *\", got %q", spec)
+				}
+				return nil
+			}),
+		// The floor outlasts finance's default retry schedule (ceilings summing to
+		// under 13 h): a key deleted while finance still retries its event would let
+		// the event apply twice.
+		envconf.Duration(&c.ProcessedAge, "RETENTION_PROCESSED_AGE", 90*24*time.Hour, 24*time.Hour,
+			"processed events are deleted after this age (2160h is 90 days)"),
+		envconf.Int(&c.Batch, "RETENTION_BATCH", 1000, 1, 0, "rows per retention statement"),
 	}
-	if err := schedule.Validate(c.Schedule); err != nil {
-		env.Fail("RETENTION_SCHEDULE", "want a cron spec such as \"0 3 * * *\", got %q", c.Schedule)
-	}
-	return c
 }
 
 // newRetention returns logistics' retention job: processed events older than the

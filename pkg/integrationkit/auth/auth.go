@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,10 +34,12 @@ type entry struct {
 var callerName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 // ParseTokens reads "role:token,role:name:token,…". Every role must be one of roles;
-// tokens must be at least 16 characters, so a typo cannot leave a guessable token in
-// use, and cannot contain ':'. A name (lowercase letters, digits, '.', '_', '-')
+// every token must pass CheckToken, so a typo cannot leave a guessable token in use,
+// cannot contain ':', and may appear once: a token in two entries would stand for
+// whichever role matched first. A name (lowercase letters, digits, '.', '_', '-')
 // names the caller for good: several tokens may carry it while one is rotated, and
 // whatever a caller owns across requests (its Idempotency-Keys, say) is scoped to it.
+// No error repeats a token.
 func ParseTokens(spec string, roles ...string) (Tokens, error) {
 	var t Tokens
 	for item := range strings.SplitSeq(spec, ",") {
@@ -42,26 +47,58 @@ func ParseTokens(spec string, roles ...string) (Tokens, error) {
 		if item == "" {
 			continue
 		}
+		n := len(t.entries) + 1
 		role, token, ok := strings.Cut(item, ":")
 		if !ok || token == "" {
-			return Tokens{}, fmt.Errorf("entry %d is not role:token or role:name:token", len(t.entries)+1)
+			return Tokens{}, fmt.Errorf("entry %d is not role:token or role:name:token", n)
 		}
 		name := ""
-		if n, tok, named := strings.Cut(token, ":"); named {
-			if !callerName.MatchString(n) || tok == "" || strings.Contains(tok, ":") {
-				return Tokens{}, fmt.Errorf("entry %d is not role:name:token (a name is lowercase letters, digits, '.', '_' or '-')", len(t.entries)+1)
+		if nm, tok, named := strings.Cut(token, ":"); named {
+			if !callerName.MatchString(nm) || tok == "" || strings.Contains(tok, ":") {
+				return Tokens{}, fmt.Errorf("entry %d is not role:name:token (a name is lowercase letters, digits, '.', '_' or '-')", n)
 			}
-			name, token = n, tok
+			name, token = nm, tok
 		}
 		if !slices.Contains(roles, role) {
 			return Tokens{}, fmt.Errorf("unknown role %q (want one of %s)", role, strings.Join(roles, ", "))
 		}
-		if len(token) < 16 {
-			return Tokens{}, fmt.Errorf("token for role %q is shorter than 16 characters", role)
+		if err := CheckToken(token); err != nil {
+			return Tokens{}, fmt.Errorf("token for role %q (entry %d): %w", role, n, err)
 		}
-		t.entries = append(t.entries, entry{role: role, name: name, hash: sha256.Sum256([]byte(token))})
+		e := entry{role: role, name: name, hash: sha256.Sum256([]byte(token))}
+		if i := slices.IndexFunc(t.entries, func(o entry) bool { return o.hash == e.hash }); i >= 0 {
+			return Tokens{}, fmt.Errorf("entries %d (role %q) and %d (role %q) have the same token", i+1, t.entries[i].role, n, role)
+		}
+		t.entries = append(t.entries, e)
 	}
 	return t, nil
+}
+
+// Token strength: a bearer token must be at least MinTokenLength characters, of at
+// least MinTokenDistinct different ones, and hold no white space or control
+// character. The distinct count refuses what passes for long but is guessable
+// ("aaaaaaaaaaaaaaaa", "abababababababab"); any generated token has far more.
+const (
+	MinTokenLength   = 16
+	MinTokenDistinct = 8
+)
+
+// CheckToken refuses a weak bearer token, without repeating it.
+func CheckToken(token string) error {
+	distinct := map[rune]bool{}
+	for _, r := range token {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return errors.New("contains white space or a control character")
+		}
+		distinct[r] = true
+	}
+	switch {
+	case utf8.RuneCountInString(token) < MinTokenLength:
+		return fmt.Errorf("shorter than %d characters", MinTokenLength)
+	case len(distinct) < MinTokenDistinct:
+		return fmt.Errorf("has fewer than %d different characters", MinTokenDistinct)
+	}
+	return nil
 }
 
 // Roles reports how many tokens each role has.

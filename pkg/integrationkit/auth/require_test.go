@@ -113,15 +113,23 @@ func TestTokensNeverAppearInPrincipalsOrValues(t *testing.T) {
 
 func TestParseTokensRejectsWeakOrUnknownEntries(t *testing.T) {
 	t.Parallel()
-	for name, spec := range map[string]string{
-		"unknown role": "admin:" + clerkBearer,
-		"short token":  "clerk:short-token",
-		"no colon":     clerkBearer,
-		"empty token":  "clerk:",
+	for name, tc := range map[string]struct{ spec, want string }{
+		"unknown role":        {"admin:" + clerkBearer, "unknown role"},
+		"short token":         {"clerk:short-token", "shorter than 16 characters"},
+		"no colon":            {clerkBearer, "entry 1 is not role:token"},
+		"empty token":         {"clerk:", "entry 1 is not role:token"},
+		"one character":       {"clerk:" + strings.Repeat("a", 40), "fewer than 8 different characters"},
+		"two characters":      {"clerk:" + strings.Repeat("ab", 20), "fewer than 8 different characters"},
+		"seven characters":    {"clerk:" + strings.Repeat("bearer0", 4), "fewer than 8 different characters"},
+		"inner space":         {"clerk:bearer 0123456789abcdef", "white space"},
+		"tab":                 {"clerk:bearer\t0123456789abcdef", "white space"},
+		"shared by two roles": {"clerk:" + clerkBearer + ",ops:" + opsBearer + ",ops:" + clerkBearer, `entries 1 (role "clerk") and 3 (role "ops") have the same token`},
+		"repeated in a role":  {"clerk:" + clerkBearer + ",clerk:erp:" + clerkBearer, "entries 1 (role \"clerk\") and 2"},
 	} {
-		_, err := auth.ParseTokens(spec, "clerk", "ops")
-		require.Error(t, err, name)
+		_, err := auth.ParseTokens(tc.spec, "clerk", "ops")
+		require.ErrorContains(t, err, tc.want, name)
 		require.NotContains(t, err.Error(), "bearer-0123", "an error never echoes a token")
+		require.NotContains(t, err.Error(), "aaaa", "an error never echoes a token")
 	}
 	none, err := auth.ParseTokens("", "clerk")
 	require.NoError(t, err)
@@ -151,5 +159,16 @@ func TestNamedTokensKeepTheirCallerAcrossRotation(t *testing.T) {
 	for _, bad := range []string{"clerk:Bad Name:" + old, "clerk:erp:" + old + ":x", "clerk:erp:"} {
 		_, err := auth.ParseTokens(bad, "clerk")
 		require.Error(t, err, bad)
+	}
+}
+
+// CheckToken's floor: 16 characters, 8 of them different, none white space.
+func TestCheckTokenStrength(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, auth.CheckToken("0123456789abcdef"))
+	require.NoError(t, auth.CheckToken("ops-e2e-token-0123456789ab"))
+	require.NoError(t, auth.CheckToken("abcdefghabcdefgh"), "8 different characters are enough")
+	for _, weak := range []string{"", "0123456789abcde", strings.Repeat("x", 64), "abcdefgabcdefgabcdefg", "0123456789 abcdef", "0123456789abcdef\x00"} {
+		require.Error(t, auth.CheckToken(weak), "%q", weak)
 	}
 }

@@ -69,8 +69,23 @@ func NewURL(t testing.TB, name string, src fs.FS) string {
 		t.Fatalf("pgtest: template %s: %v", tmpl, res.err)
 	}
 
+	return create(t, name, tmpl)
+}
+
+// NewEmptyURL creates a fresh database without any table and returns its URL; the
+// database is dropped when the test ends. A test that a binary refuses to start
+// without touching its database checks this one afterwards.
+func NewEmptyURL(t testing.TB, name string) string {
+	t.Helper()
+	return create(t, name, "template0")
+}
+
+// create makes a database named after name from the template tmpl, dropped when the
+// test ends, and returns its URL.
+func create(t testing.TB, name, tmpl string) string {
+	t.Helper()
 	dbName := "t_" + name + "_" + randomHex(8)
-	if err := adminExec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`,
+	if err := adminExec(context.Background(), fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`,
 		pgx.Identifier{dbName}.Sanitize(), pgx.Identifier{tmpl}.Sanitize())); err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
 	}

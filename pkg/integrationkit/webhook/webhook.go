@@ -28,7 +28,17 @@ const DefaultTolerance = 5 * time.Minute
 
 const secretPrefix = "whsec_"
 
-// ParseSecrets reads one or more space- or comma-separated whsec_<base64> secrets.
+// Secret strength: a key decodes to at least MinSecretBytes bytes of at least
+// MinSecretDistinct different values. The second refuses a key that is long but
+// not secret, such as 32 zero bytes; any random key has far more.
+const (
+	MinSecretBytes    = 24
+	MinSecretDistinct = 8
+)
+
+// ParseSecrets reads one or more space- or comma-separated whsec_<base64> secrets,
+// each as strong as MinSecretBytes and MinSecretDistinct say. No error repeats a
+// secret.
 func ParseSecrets(s string) ([][]byte, error) {
 	var out [][]byte
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
@@ -40,8 +50,11 @@ func ParseSecrets(s string) ([][]byte, error) {
 		if err != nil {
 			return nil, errors.New("secret is not valid base64 after whsec_")
 		}
-		if len(key) < 16 {
-			return nil, errors.New("secret must decode to at least 16 bytes")
+		if len(key) < MinSecretBytes {
+			return nil, fmt.Errorf("secret must decode to at least %d bytes", MinSecretBytes)
+		}
+		if distinct(key) < MinSecretDistinct {
+			return nil, fmt.Errorf("secret must hold at least %d different byte values", MinSecretDistinct)
 		}
 		out = append(out, key)
 	}
@@ -49,6 +62,18 @@ func ParseSecrets(s string) ([][]byte, error) {
 		return nil, errors.New("no secret given")
 	}
 	return out, nil
+}
+
+// distinct counts the different byte values of key.
+func distinct(key []byte) int {
+	var seen [256]bool
+	n := 0
+	for _, b := range key {
+		if !seen[b] {
+			seen[b], n = true, n+1
+		}
+	}
+	return n
 }
 
 // FormatSecret renders key as a whsec_ secret.

@@ -144,6 +144,9 @@ func TestParseSecrets(t *testing.T) {
 		"no prefix":  base64.StdEncoding.EncodeToString(current),
 		"bad base64": "whsec_" + "not*base64!",
 		"too short":  webhook.FormatSecret([]byte("short")),
+		"23 bytes":   webhook.FormatSecret([]byte("0123456789abcdefghijklm")),
+		"all zeros":  webhook.FormatSecret(make([]byte, 32)),
+		"7 values":   webhook.FormatSecret(bytes.Repeat([]byte("abcdefg"), 5)),
 	} {
 		_, err := webhook.ParseSecrets(spec)
 		require.Error(t, err, name)
