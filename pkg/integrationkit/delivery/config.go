@@ -22,7 +22,8 @@ type Config struct {
 	Interval time.Duration
 	// Batch is the most events claimed at once (default 100).
 	Batch int
-	// Concurrency bounds requests in flight (default 16).
+	// Concurrency bounds requests in flight (default 1 in batch mode, 16 in single
+	// mode).
 	Concurrency int
 	// Lease is how long a claim stays with this replica (default 30 s); it must exceed
 	// Timeout so a live request is never reclaimed.
@@ -38,7 +39,9 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// MaxResponseBytes bounds how much of a response is read (default 64 KiB).
 	MaxResponseBytes int64
-	// Mode is ModeSingle (default) or ModeBatch.
+	// Mode is ModeSingle (default: one request per event) or ModeBatch (a lone event
+	// goes at once as a batch of one, a backlog in batches, and a receiver without the
+	// batch endpoint gets single requests). finance runs in batch mode by default.
 	Mode string
 	// BatchSuffix is appended to an event's destination to reach the batch endpoint
 	// (default "/batch").
@@ -50,6 +53,13 @@ func (c Config) withDefaults() Config {
 	c.Owner = cmp.Or(c.Owner, fmt.Sprintf("%s/%d", host, os.Getpid()))
 	c.Interval = cmp.Or(c.Interval, 5*time.Second)
 	c.Batch = cmp.Or(c.Batch, 100)
+	c.Mode = cmp.Or(c.Mode, ModeSingle)
+	if c.Concurrency == 0 && c.Mode == ModeBatch {
+		// Each request carries a whole claim: the next claim waits for its answer and
+		// takes everything that arrived meanwhile (smart batching); replicas add
+		// parallelism.
+		c.Concurrency = 1
+	}
 	c.Concurrency = cmp.Or(c.Concurrency, 16)
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
 	c.Timeout = cmp.Or(c.Timeout, 10*time.Second)
@@ -59,7 +69,6 @@ func (c Config) withDefaults() Config {
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 8)
 	c.ShutdownGrace = cmp.Or(c.ShutdownGrace, 10*time.Second)
 	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, 64<<10)
-	c.Mode = cmp.Or(c.Mode, ModeSingle)
 	c.BatchSuffix = cmp.Or(c.BatchSuffix, "/batch")
 	return c
 }
