@@ -129,7 +129,7 @@ func (c outboxCLI) retry(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(c.out, "replayed %d events: pending, due now, budget reset\n", res.Retried)
+	_, err = fmt.Fprintf(c.out, "replayed %d events: pending, due now, budget reset\n", res.Count)
 	if err == nil && res.More {
 		_, err = fmt.Fprintf(c.out, "more events match (limit %d): run the command again\n",
 			cmp.Or(f.Limit, outbox.DefaultRetryLimit))

@@ -178,12 +178,12 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID, principal string) (ou
 
 // RetryMatching replays the events matching f for principal (who is logged): see
 // outbox.Store.RetryMatching.
-func (s *Service) RetryMatching(ctx context.Context, f outbox.Filter, principal string) (outbox.RetryResult, error) {
+func (s *Service) RetryMatching(ctx context.Context, f outbox.Filter, principal string) (outbox.BulkResult, error) {
 	res, err := s.cfg.Outbox.RetryMatching(ctx, s.cfg.DB, f)
 	if err != nil {
-		return outbox.RetryResult{}, err
+		return outbox.BulkResult{}, err
 	}
-	s.log.InfoContext(ctx, "outbox events replayed by filter", "retried", res.Retried, "more", res.More,
+	s.log.InfoContext(ctx, "outbox events replayed by filter", "retried", res.Count, "more", res.More,
 		"status", f.Status, "event_type", f.Type, "aggregate_key", f.AggregateKey, "by", principal)
 	return res, nil
 }

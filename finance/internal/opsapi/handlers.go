@@ -83,7 +83,7 @@ func (h handlers) retryMatching(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, retryJSON{Retried: res.Retried, More: res.More})
+	return c.JSON(http.StatusOK, retryJSON{Retried: res.Count, More: res.More})
 }
 
 func (h handlers) trace(c echo.Context) error {

@@ -38,9 +38,10 @@ var ErrLeaseLost = errors.New("outbox: lease lost to another dispatcher")
 
 // Claim leases up to limit due events to owner for lease, in one statement. An event
 // is due when it is pending, its next attempt time has come, nobody holds a live lease
-// on it, and every earlier event of its aggregate is delivered: so an aggregate's
-// events go one at a time, in sequence, and a failed head holds back only its own
-// aggregate. Times come from the database's clock.
+// on it, and every earlier event of its aggregate is delivered or skipped (neither
+// pending nor failed): so an aggregate's events go one at a time, in sequence, a
+// failed head holds back only its own aggregate, and a head an operator skipped holds
+// back nothing. Times come from the database's clock.
 //
 // OFFSET 0 keeps the head test a correlated subplan, one index probe per candidate,
 // taken in due order until the batch is full. Without it PostgreSQL turns NOT EXISTS
