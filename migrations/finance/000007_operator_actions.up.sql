@@ -15,3 +15,8 @@ ALTER TABLE finance_outbox ADD COLUMN skipped_at timestamptz;
 -- Stats count skipped events, reconciliation those skipped in its window.
 CREATE INDEX finance_outbox_skipped_idx ON finance_outbox (skipped_at)
     WHERE delivery_status = 'skipped';
+
+-- A paused destination: every replica's dispatcher reads it with the circuit, in the
+-- statement it already runs before each request, and defers the destination's events
+-- without a request until an operator resumes it.
+ALTER TABLE finance_breakers ADD COLUMN paused_at timestamptz;

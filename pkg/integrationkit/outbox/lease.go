@@ -202,16 +202,22 @@ func (s *Store) Release(ctx context.Context, db bun.IDB, rec Record) error {
 	return nil
 }
 
-// ErrorCircuitOpen is the last_error of an event deferred because its destination's
-// circuit is open; Hasten makes such events due again.
-const ErrorCircuitOpen = "circuit open: deferred without a request"
+// The last_error of an event deferred without a request; Hasten makes such events due
+// again when what deferred them is over.
+const (
+	// ErrorCircuitOpen: its destination's circuit is open.
+	ErrorCircuitOpen = "circuit open: deferred without a request"
+	// ErrorPaused: an operator paused its destination.
+	ErrorPaused = "destination paused: deferred without a request"
+)
 
-// Hasten makes every pending event to destination that was deferred by an open
-// circuit due now (the circuit has just closed), and returns how many.
-func (s *Store) Hasten(ctx context.Context, db bun.IDB, destination string) (int64, error) {
+// Hasten makes every pending event to destination that was deferred for the given
+// reason (ErrorCircuitOpen or ErrorPaused, as its last_error) due now, in db's
+// transaction, and returns how many.
+func (s *Store) Hasten(ctx context.Context, db bun.IDB, destination, deferredBy string) (int64, error) {
 	res, err := db.NewRaw(`UPDATE ? SET next_attempt_at = now()
 		WHERE delivery_status = 'pending' AND next_attempt_at > now() AND destination = ? AND last_error = ?`,
-		bun.Ident(s.table), destination, ErrorCircuitOpen).Exec(ctx)
+		bun.Ident(s.table), destination, deferredBy).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: hasten: %w", err)
 	}
