@@ -1,3 +1,4 @@
+ALTER TABLE finance_reconciliations DROP COLUMN skipped_count;
 ALTER TABLE finance_breakers DROP COLUMN paused_at;
 DROP INDEX finance_outbox_skipped_idx;
 -- A skipped event goes back to the dead letter it was.

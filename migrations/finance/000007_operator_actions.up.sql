@@ -20,3 +20,7 @@ CREATE INDEX finance_outbox_skipped_idx ON finance_outbox (skipped_at)
 -- statement it already runs before each request, and defers the destination's events
 -- without a request until an operator resumes it.
 ALTER TABLE finance_breakers ADD COLUMN paused_at timestamptz;
+
+-- Reconciliation counts the events operators skipped in its window: resolved, not
+-- missing.
+ALTER TABLE finance_reconciliations ADD COLUMN skipped_count int NOT NULL DEFAULT 0;

@@ -71,7 +71,7 @@ func (l latestReconciliation) Latest(ctx context.Context) (ops.Reconciliation, b
 		return ops.Reconciliation{}, ok, err
 	}
 	return ops.Reconciliation{
-		FinishedAt: r.FinishedAt, From: r.From, To: r.To, Delivered: r.Delivered, Processed: r.Processed,
+		FinishedAt: r.FinishedAt, From: r.From, To: r.To, Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped,
 		MissingCount: r.MissingCount, UnknownCount: r.UnknownCount, OverdueCount: r.OverdueCount,
 		Missing: keys(r.Missing), Unknown: keys(r.Unknown), Overdue: keys(r.Overdue), Error: r.Error,
 	}, true, nil

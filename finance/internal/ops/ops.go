@@ -55,6 +55,8 @@ type Reconciliation struct {
 	From, To   time.Time
 	Delivered  int
 	Processed  int
+	// Skipped were skipped by an operator in the window: resolved, not discrepancies.
+	Skipped int
 	// Missing were delivered but never applied; Unknown were applied but are unknown to
 	// finance; Overdue are pending far past their schedule. The counts are complete;
 	// the lists of idempotency keys may be cut short.

@@ -37,6 +37,7 @@ type reconciliationJSON struct {
 	To         time.Time `json:"to"`
 	Delivered  int       `json:"delivered"`
 	Processed  int       `json:"processed"`
+	Skipped    int       `json:"skipped"`
 	Counts     struct {
 		Missing int `json:"missing"`
 		Unknown int `json:"unknown"`
@@ -137,7 +138,7 @@ func newStatsJSON(ov ops.Overview) statsJSON {
 	}
 	if r := ov.Reconciliation; r != nil {
 		rj := &reconciliationJSON{FinishedAt: r.FinishedAt.UTC(), From: r.From.UTC(), To: r.To.UTC(),
-			Delivered: r.Delivered, Processed: r.Processed, Missing: nonNil(r.Missing), Unknown: nonNil(r.Unknown),
+			Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped, Missing: nonNil(r.Missing), Unknown: nonNil(r.Unknown),
 			Overdue: nonNil(r.Overdue), Error: r.Error}
 		rj.Counts.Missing, rj.Counts.Unknown, rj.Counts.Overdue = r.MissingCount, r.UnknownCount, r.OverdueCount
 		out.Reconciliation = rj
