@@ -1,4 +1,6 @@
 ALTER TABLE finance_reconciliations DROP COLUMN skipped_count;
+DROP TABLE finance_operator_action_events;
+DROP TABLE finance_operator_actions;
 ALTER TABLE finance_breakers DROP COLUMN paused_at;
 DROP INDEX finance_outbox_skipped_idx;
 -- A skipped event goes back to the dead letter it was.

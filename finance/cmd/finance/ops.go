@@ -40,7 +40,7 @@ func newOps(db *bun.DB, cfg config, log *slog.Logger) (*ops.Service, func(), err
 		return nil, nil, fmt.Errorf("invalid LOGISTICS_API_URL: %w", err)
 	}
 	svc, err := ops.New(ops.Config{
-		DB: db, Outbox: store, Invoices: invoices, Circuits: br, Logistics: client,
+		DB: db, Outbox: store, Invoices: invoices, Circuits: br, Destination: cfg.WebhookURL, Logistics: client,
 		Reconciliations: latestReconciliation{db: db}, Log: log,
 	})
 	if err != nil {
