@@ -21,16 +21,38 @@ Usage:
   finance serve                  run the API and the dispatcher (migrates first unless
                                  MIGRATE_ON_START=false)
   finance migrate up|down|version
-  finance outbox stats           counts by status, oldest pending age, circuits
-  finance outbox list [--status=pending|delivered|failed] [--type=] [--invoice=]
+  finance outbox stats           counts by status, oldest pending age, circuits, pauses
+  finance outbox list [--status=pending|delivered|failed|skipped] [--type=] [--invoice=]
                       [--from=] [--to=] [--limit=] [--cursor=]
                                  events, newest first (--invoice takes INV-004711 or an id)
-  finance outbox show <event-id> one event with every attempt and its payload
-  finance outbox retry <event-id>
+  finance outbox show <event-id> one event with every attempt, operator action and its
+                                 payload
+  finance outbox trace <invoice> the invoice's events, attempts, operator actions and
+                                 logistics' record
+  The actions below need --reason= and are written to the audit log with the OS user
+  (cli:<user>) in the transaction of their change; --dry-run counts what retry or
+  skip by filter would change, changing and recording nothing.
+  finance outbox retry <event-id> --reason=
   finance outbox retry --status=failed|pending [--type=] [--invoice=] [--from=] [--to=]
-                       [--limit=]
+                       [--limit=] --reason= [--dry-run]
                                  replay: due now, budget reset, history kept
-  finance outbox trace <invoice> the invoice's events, attempts and logistics' record
+  finance outbox skip <event-id> --reason=
+  finance outbox skip --status=failed [--type=] [--invoice=] [--from=] [--to=]
+                      [--limit=] --reason= [--dry-run]
+                                 give dead letters up: never sent again, their
+                                 invoices' later events go on
+  finance outbox resend <event-id> --reason=
+                                 send a delivered event again under its key (a
+                                 receiver that has it answers duplicate)
+  finance outbox retarget --from=<old URL> --reason=
+                                 move pending and failed events of an old destination
+                                 to LOGISTICS_WEBHOOK_URL; pending ones are due now
+  finance outbox pause [--destination=] --reason=
+  finance outbox resume [--destination=] --reason=
+                                 stop or restart deliveries to a destination (default
+                                 LOGISTICS_WEBHOOK_URL) on every replica
+  finance outbox audit [--event=] [--invoice=] [--limit=] [--cursor=]
+                                 the audit log, newest first
   finance retention run          archive and purge past their windows now; print counts
   finance reconcile [--since=1h|<RFC 3339 time>]
                                  compare deliveries with logistics' processed events
@@ -56,7 +78,7 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage: finance serve | migrate up|down|version | outbox stats|list|show|retry|trace | retention run | reconcile | healthcheck | version | help")
+var errUsage = errors.New("usage: finance serve | migrate up|down|version | outbox stats|list|show|trace|retry|skip|resend|retarget|pause|resume|audit | retention run | reconcile | healthcheck | version | help")
 
 // run executes the command in args with the environment environ ("NAME=value"
 // entries); it returns when the command is done or, for serve, after ctx ends and

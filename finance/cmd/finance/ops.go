@@ -43,7 +43,7 @@ func newOps(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (*op
 		return nil, nil, fmt.Errorf("invalid LOGISTICS_API_URL: %w", err)
 	}
 	svc, err := ops.New(ops.Config{
-		DB: db, Outbox: store, Invoices: invoices, Circuits: br, Logistics: client,
+		DB: db, Outbox: store, Invoices: invoices, Circuits: br, Destination: cfg.WebhookURL, Logistics: client,
 		Reconciliations: latestReconciliation{db: db}, Log: log,
 	})
 	if err != nil {
@@ -80,7 +80,7 @@ func (l latestReconciliation) Latest(ctx context.Context) (ops.Reconciliation, b
 		return ops.Reconciliation{}, ok, err
 	}
 	return ops.Reconciliation{
-		FinishedAt: r.FinishedAt, From: r.From, To: r.To, Delivered: r.Delivered, Processed: r.Processed,
+		FinishedAt: r.FinishedAt, From: r.From, To: r.To, Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped,
 		MissingCount: r.MissingCount, UnknownCount: r.UnknownCount, OverdueCount: r.OverdueCount,
 		Missing: keys(r.Missing), Unknown: keys(r.Unknown), Overdue: keys(r.Overdue), Error: r.Error,
 	}, true, nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,18 +19,22 @@ import (
 
 // errOutboxUsage is the usage of `finance outbox`.
 var errOutboxUsage = fmt.Errorf(`want outbox stats | list [--status= --type= --invoice= --from= --to= --limit= --cursor=]`+
-	` | show <event-id> | retry <event-id> | retry --status=failed|pending [--type= --invoice= --from= --to= --limit=]`+
-	` | trace <invoice>: %w`, errUsage)
+	` | show <event-id> | retry|skip <event-id> --reason= | retry|skip --status= [--type= --invoice= --from= --to= --limit=]`+
+	` --reason= [--dry-run] | resend <event-id> --reason= | retarget --from=<old url> --reason=`+
+	` | pause|resume [--destination=] --reason= | audit [--event= --invoice= --limit= --cursor=] | trace <invoice>: %w`, errUsage)
 
 // outboxCommand runs `finance outbox …` directly against DATABASE_URL, without the HTTP
-// API, printing tables for a person. Replays are logged to stderr with the OS user.
+// API, printing tables for a person. Every action is recorded in the audit log with
+// the OS user (cliPrincipal) and the --reason given.
 func outboxCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) (err error) {
 	if len(args) == 0 {
 		return errOutboxUsage
 	}
 	cmds := map[string]func(outboxCLI, context.Context, []string) error{
-		"stats": outboxCLI.stats, "list": outboxCLI.list, "show": outboxCLI.show,
-		"retry": outboxCLI.retry, "trace": outboxCLI.trace,
+		"stats": outboxCLI.stats, "list": outboxCLI.list, "show": outboxCLI.show, "trace": outboxCLI.trace,
+		"retry": outboxCLI.retry, "skip": outboxCLI.skip, "resend": outboxCLI.resend,
+		"retarget": outboxCLI.retarget, "pause": outboxCLI.pause, "resume": outboxCLI.resume,
+		"audit": outboxCLI.audit,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
@@ -47,13 +50,16 @@ func outboxCommand(ctx context.Context, cfg config, args []string, stdout, stder
 		return err
 	}
 	defer closeOps()
-	return cmd(outboxCLI{svc: svc, out: stdout}, ctx, args[1:])
+	return cmd(outboxCLI{svc: svc, out: stdout, destination: cfg.WebhookURL}, ctx, args[1:])
 }
 
 // outboxCLI is one run of an outbox command.
 type outboxCLI struct {
 	svc *ops.Service
 	out io.Writer
+	// destination is LOGISTICS_WEBHOOK_URL: where retarget moves events, and what
+	// pause and resume act on unless told otherwise.
+	destination string
 }
 
 func (c outboxCLI) stats(ctx context.Context, args []string) error {
@@ -98,57 +104,43 @@ func (c outboxCLI) show(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return errOutboxUsage
 	}
-	id, err := uuid.Parse(args[0])
+	id, err := eventArg(args[0])
 	if err != nil {
-		return fmt.Errorf("invalid event id %q: want a UUID", args[0])
+		return err
 	}
 	d, err := c.svc.Event(ctx, id)
 	if err != nil {
 		return err
 	}
-	printEvent(c.out, d)
+	actions, err := c.svc.EventActions(ctx, id)
+	if err != nil {
+		return err
+	}
+	printEvent(c.out, d, actions)
 	return nil
 }
 
-// retry replays one event by id, or every event matching the flags (--status is then
-// required, so a bare `retry` never replays everything by accident).
-func (c outboxCLI) retry(ctx context.Context, args []string) error {
-	if len(args) == 1 && len(args[0]) > 0 && args[0][0] != '-' {
-		return c.retryOne(ctx, args[0])
-	}
-	var ff filterFlags
-	fs := ff.flagSet("retry")
-	if fs.Parse(args) != nil || fs.NArg() != 0 || ff.status == "" {
-		return errOutboxUsage
-	}
-	f, err := ff.filter(ctx, c.svc)
+func eventArg(s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
 	if err != nil {
-		return err
+		return uuid.Nil, fmt.Errorf("invalid event id %q: want a UUID", s)
 	}
-	res, err := c.svc.RetryMatching(ctx, f, cliPrincipal())
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(c.out, "replayed %d events: pending, due now, budget reset\n", res.Retried)
-	if err == nil && res.More {
-		_, err = fmt.Fprintf(c.out, "more events match (limit %d): run the command again\n",
-			cmp.Or(f.Limit, outbox.DefaultRetryLimit))
-	}
-	return err
+	return id, nil
 }
 
-func (c outboxCLI) retryOne(ctx context.Context, arg string) error {
-	id, err := uuid.Parse(arg)
-	if err != nil {
-		return fmt.Errorf("invalid event id %q: want a UUID", arg)
+// parse parses args with fs, flags before and after the positional arguments alike,
+// and returns the positional ones; false when a flag is not fs's.
+func parse(fs *flag.FlagSet, args []string) ([]string, bool) {
+	var pos []string
+	for {
+		if fs.Parse(args) != nil {
+			return nil, false
+		}
+		if fs.NArg() == 0 {
+			return pos, true
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	ev, err := c.svc.Retry(ctx, id, cliPrincipal())
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(c.out, "replayed %s (%s of invoice %s): pending, due now, budget reset; %d requests so far\n",
-		ev.ID, ev.EventType, ev.AggregateKey, ev.Requests)
-	return err
 }
 
 func (c outboxCLI) trace(ctx context.Context, args []string) error {
@@ -163,7 +155,7 @@ func (c outboxCLI) trace(ctx context.Context, args []string) error {
 	return nil
 }
 
-// filterFlags are the event filters of list and retry.
+// filterFlags are the event filters of list, and of retry and skip by filter.
 type filterFlags struct {
 	status, typ, invoice, from, to string
 	limit                          int
@@ -177,7 +169,7 @@ func (ff *filterFlags) flagSet(name string) *flag.FlagSet {
 	fs.StringVar(&ff.invoice, "invoice", "", "invoice id or number (INV-004711 or 4711)")
 	fs.StringVar(&ff.from, "from", "", "created at or after (RFC 3339)")
 	fs.StringVar(&ff.to, "to", "", "created before (RFC 3339)")
-	fs.IntVar(&ff.limit, "limit", 0, "page size, or most events replayed")
+	fs.IntVar(&ff.limit, "limit", 0, "page size, or most events changed")
 	return fs
 }
 
@@ -206,7 +198,7 @@ func (ff filterFlags) filter(ctx context.Context, svc *ops.Service) (outbox.Filt
 	return f, nil
 }
 
-// cliPrincipal names who replays from the command line, for the audit log.
+// cliPrincipal names who acts from the command line, for the audit log.
 func cliPrincipal() string {
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return "cli:" + u.Username

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"handoff/finance/internal/audit"
 	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/outbox"
 )
@@ -61,10 +62,16 @@ func printStats(w io.Writer, ov ops.Overview) {
 	row(tw, "in flight", strconv.FormatInt(st.InFlight, 10))
 	row(tw, "failed", strconv.FormatInt(st.Failed, 10))
 	row(tw, "delivered", strconv.FormatInt(st.Delivered, 10))
+	row(tw, "skipped", strconv.FormatInt(st.Skipped, 10))
 	row(tw, "oldest pending", st.OldestPendingAge.Round(time.Second).String())
 	row(tw, "as of", stamp(st.Now))
 	for _, c := range ov.Circuits {
-		row(tw, "circuit", clean(c.Destination, 0), c.State, strconv.Itoa(c.Failures)+" failures", "open until "+stampPtr(c.OpenUntil))
+		cells := []string{"circuit", clean(c.Destination, 0), c.State, strconv.Itoa(c.Failures) + " failures",
+			"open until " + stampPtr(c.OpenUntil)}
+		if c.PausedAt != nil {
+			cells = append(cells, "PAUSED since "+stamp(*c.PausedAt))
+		}
+		row(tw, cells...)
 	}
 	_ = tw.Flush()
 }
@@ -89,7 +96,7 @@ func printEvents(w io.Writer, page outbox.EventPage) {
 	}
 }
 
-func printEvent(w io.Writer, d outbox.EventDetail) {
+func printEvent(w io.Writer, d outbox.EventDetail, actions []audit.Entry) {
 	tw := newTable(w)
 	row(tw, "event", d.ID.String())
 	row(tw, "type", clean(d.EventType, 0))
@@ -103,6 +110,9 @@ func printEvent(w io.Writer, d outbox.EventDetail) {
 	row(tw, "last attempt", stampPtr(d.LastAttemptAt))
 	row(tw, "next attempt", stamp(d.NextAttemptAt))
 	row(tw, "delivered", stampPtr(d.DeliveredAt))
+	if d.SkippedAt != nil {
+		row(tw, "skipped", stampPtr(d.SkippedAt))
+	}
 	row(tw, "last error", lastError(d.StoredEvent))
 	row(tw, "failed because", clean(d.FailedReason, 0))
 	if d.InFlight {
@@ -111,6 +121,8 @@ func printEvent(w io.Writer, d outbox.EventDetail) {
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	printAttempts(w, "", d.AttemptLog)
+	fmt.Fprintln(w, "\noperator actions:")
+	printActions(w, "  ", actions)
 	fmt.Fprintln(w, "\npayload:")
 	for line := range strings.Lines(prettyJSON(d.Payload)) {
 		fmt.Fprintln(w, clean(strings.TrimSuffix(line, "\n"), 0))
@@ -130,6 +142,61 @@ func printAttempts(w io.Writer, indent string, log []outbox.Attempt) {
 			clean(a.Answer(), 60), a.Outcome, clean(a.ResponseSnippet, 60))
 	}
 	_ = tw.Flush()
+}
+
+// printActions lists operator actions on one event, oldest first, each line indented
+// by indent.
+func printActions(w io.Writer, indent string, actions []audit.Entry) {
+	if len(actions) == 0 {
+		fmt.Fprintln(w, indent+"none")
+		return
+	}
+	tw := newTable(w)
+	row(tw, indent+"AT", "ACTOR", "ACTION", "EVENTS", "REASON")
+	for _, a := range actions {
+		row(tw, indent+stamp(a.At), clean(a.Actor, 40), a.Action, strconv.Itoa(a.Count), clean(a.Reason, 0))
+	}
+	_ = tw.Flush()
+}
+
+// printAuditPage lists a page of the audit log, newest first, with what each action
+// acted on: an event, a filter or a destination.
+func printAuditPage(w io.Writer, page audit.Page) {
+	tw := newTable(w)
+	row(tw, "AT", "ACTOR", "ACTION", "EVENTS", "ON", "REASON")
+	for _, a := range page.Items {
+		row(tw, stamp(a.At), clean(a.Actor, 40), a.Action, strconv.Itoa(a.Count), clean(actedOn(a), 0), clean(a.Reason, 0))
+	}
+	_ = tw.Flush()
+	if len(page.Items) == 0 {
+		fmt.Fprintln(w, "no action recorded")
+	}
+	if page.Next != nil {
+		fmt.Fprintf(w, "more: add --cursor=%s\n", page.Next)
+	}
+}
+
+// actedOn says what an action acted on, for a table cell.
+func actedOn(a audit.Entry) string {
+	var parts []string
+	if a.EventID != nil {
+		parts = append(parts, "event "+a.EventID.String())
+	}
+	if f := a.Filter; f != nil {
+		for _, kv := range [][2]string{{"status", f.Status}, {"type", f.Type}, {"invoice", f.InvoiceID},
+			{"from", stampPtr(f.From)}, {"to", stampPtr(f.To)}, {"destination", f.Destination}} {
+			if kv[1] != "" && kv[1] != "—" {
+				parts = append(parts, kv[0]+"="+kv[1])
+			}
+		}
+		if f.Limit > 0 {
+			parts = append(parts, "limit="+strconv.Itoa(f.Limit))
+		}
+	}
+	if a.Destination != "" {
+		parts = append(parts, "→ "+a.Destination)
+	}
+	return strings.Join(parts, " ")
 }
 
 // prettyJSON indents a payload; one that is not JSON is shown as it is.
@@ -155,6 +222,10 @@ func printTrace(w io.Writer, t ops.Trace) {
 			fmt.Fprintf(w, "     failed because: %s\n", clean(ev.FailedReason, 0))
 		}
 		printAttempts(w, "     ", ev.AttemptLog)
+		if actions := t.Actions[ev.ID]; len(actions) > 0 {
+			fmt.Fprintln(w, "     operator actions:")
+			printActions(w, "     ", actions)
+		}
 		if p, ok := t.Processed(ev.IdempotencyKey); ok {
 			fmt.Fprintf(w, "     logistics: processed %s, result %s\n", stamp(p.ReceivedAt), clean(p.Result, 0))
 		} else if t.Logistics != nil {

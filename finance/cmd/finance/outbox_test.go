@@ -63,6 +63,20 @@ func (c *cli) run(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// runEnv runs an outbox command with extra variables on top of the database's.
+func (c *cli) runEnv(t *testing.T, extra map[string]string, args ...string) (string, error) {
+	t.Helper()
+	env := func(k string) (string, bool) {
+		if v, ok := extra[k]; ok {
+			return v, true
+		}
+		return c.env(k)
+	}
+	var out bytes.Buffer
+	err := run(c.ctx, append([]string{"outbox"}, args...), env, &out, io.Discard)
+	return out.String(), err
+}
+
 func (c *cli) must(t *testing.T, args ...string) string {
 	t.Helper()
 	out, err := c.run(t, args...)
@@ -109,7 +123,9 @@ func TestOutboxRetry(t *testing.T) {
 	t.Parallel()
 	c, _, failed := setupCLI(t)
 
-	out := c.must(t, "retry", failed.String())
+	_, err := c.run(t, "retry", failed.String())
+	require.ErrorContains(t, err, "invalid reason")
+	out := c.must(t, "retry", failed.String(), "--reason=the mapping is fixed")
 	require.Contains(t, out, "replayed "+failed.String())
 	require.Contains(t, out, "8 requests so far")
 	var status string
@@ -119,16 +135,18 @@ func TestOutboxRetry(t *testing.T) {
 	require.Equal(t, "pending", status)
 	require.Zero(t, attempts)
 
-	_, err := c.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'failed' WHERE event_type = 'invoice.paid'`).Exec(c.ctx)
+	_, err = c.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'failed' WHERE event_type = 'invoice.paid'`).Exec(c.ctx)
 	require.NoError(t, err)
-	out = c.must(t, "retry", "--status=failed", "--type=invoice.paid", "--limit=1")
+	out = c.must(t, "retry", "--status=failed", "--reason=outage over", "--dry-run")
+	require.Equal(t, "dry run: would replay 2 events; nothing changed\n", out)
+	out = c.must(t, "retry", "--status=failed", "--type=invoice.paid", "--limit=1", "--reason=outage over")
 	require.Equal(t, "replayed 1 events: pending, due now, budget reset\nmore events match (limit 1): run the command again\n", out)
-	out = c.must(t, "retry", "--status=failed")
+	out = c.must(t, "retry", "--reason=outage over", "--status=failed")
 	require.Equal(t, "replayed 1 events: pending, due now, budget reset\n", out)
 
 	_, err = c.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'delivered', delivered_at = now() WHERE id = ?`, failed).Exec(c.ctx)
 	require.NoError(t, err)
-	_, err = c.run(t, "retry", failed.String())
+	_, err = c.run(t, "retry", failed.String(), "--reason=again")
 	require.ErrorContains(t, err, "already delivered")
 }
 
@@ -136,16 +154,74 @@ func TestOutboxUsage(t *testing.T) {
 	t.Parallel()
 	c, _, _ := setupCLI(t)
 	for _, args := range [][]string{{}, {"explode"}, {"list", "extra"}, {"list", "--nope"}, {"show"},
-		{"retry"}, {"retry", "--type=invoice.paid"}, {"trace"}} {
+		{"retry"}, {"retry", "--type=invoice.paid"}, {"trace"}, {"skip", "--reason=x"},
+		{"skip", uuid.NewString(), "--status=failed", "--reason=x"}, {"resend"}, {"resend", "a", "b"},
+		{"retarget", "--reason=x"}, {"pause", "extra"}, {"resume", "--nope"}, {"audit", "extra"}} {
 		_, err := c.run(t, args...)
 		require.ErrorIs(t, err, errUsage, "%v", args)
 	}
 	for _, args := range [][]string{{"show", "42"}, {"retry", "not-a-uuid"}, {"list", "--status=lost"},
-		{"list", "--from=yesterday"}, {"retry", "--status=delivered"}, {"trace", "INV-424242"}} {
+		{"list", "--from=yesterday"}, {"retry", "--status=delivered", "--reason=x"}, {"trace", "INV-424242"},
+		{"skip", uuid.NewString()}, {"pause", "--reason= "}, {"audit", "--limit=501"}, {"audit", "--cursor=zzz"}} {
 		_, err := c.run(t, args...)
 		require.Error(t, err, "%v", args)
 		require.NotErrorIs(t, err, errUsage, "%v", args)
 	}
 	_, err := c.run(t, "show", uuid.NewString())
 	require.ErrorContains(t, err, "not found")
+}
+
+// Skip, resend, retarget, pause and resume from the command line, each recorded with
+// the OS user and shown by show, trace and audit.
+func TestOutboxActionsAreAudited(t *testing.T) {
+	t.Parallel()
+	c, inv, failed := setupCLI(t)
+	const current = "http://127.0.0.1:8092/webhooks/finance"
+
+	out := c.must(t, "skip", "--status=failed", "--reason=bad upstream data", "--dry-run")
+	require.Equal(t, "dry run: would skip 1 events; nothing changed\n", out)
+	out = c.must(t, "skip", failed.String(), "--reason=bad upstream data")
+	require.Contains(t, out, "skipped "+failed.String())
+	out = c.must(t, "show", failed.String())
+	require.Regexp(t, `(?m)^skipped\s+\d{4}-`, out)
+	require.Regexp(t, `(?m)^  \d{4}-\S+ \S+\s+cli:\S*\s+skip\s+1\s+bad upstream data$`, out)
+	out = c.must(t, "trace", inv.Number)
+	require.Contains(t, out, "1. invoice.issued  skipped")
+	require.Contains(t, out, "operator actions:")
+	require.Contains(t, out, "bad upstream data")
+
+	var delivered string
+	require.NoError(t, c.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'delivered', delivered_at = now()
+		WHERE aggregate_key = ? AND aggregate_seq = 2 RETURNING id`, inv.ID.String()).Scan(c.ctx, &delivered))
+	out = c.must(t, "resend", "--reason=logistics lost it", delivered)
+	require.Contains(t, out, "resent "+delivered+" (invoice.paid of invoice "+inv.ID.String()+") under key invoice.paid:")
+
+	out, err := c.runEnv(t, map[string]string{"LOGISTICS_WEBHOOK_URL": current},
+		"retarget", "--from=http://127.0.0.1:8082/webhooks/finance", "--reason=logistics moved")
+	require.NoError(t, err, out)
+	require.Equal(t, "moved 3 undelivered events from http://127.0.0.1:8082/webhooks/finance to "+current+
+		": pending ones are due now, dead letters wait for a retry\n", out)
+
+	out = c.must(t, "pause", "--reason=logistics maintenance")
+	require.Equal(t, "paused http://127.0.0.1:8082/webhooks/finance: no replica sends to it until `finance outbox resume`\n", out)
+	_, err = c.run(t, "pause", "--reason=again")
+	require.ErrorContains(t, err, "paused already")
+	require.Regexp(t, `(?m)^circuit\s+http://127.0.0.1:8082/webhooks/finance\s+closed.*PAUSED since`, c.must(t, "stats"))
+	out = c.must(t, "resume", "--destination=http://127.0.0.1:8082/webhooks/finance", "--reason=maintenance over")
+	require.Equal(t, "resumed http://127.0.0.1:8082/webhooks/finance: 0 deferred events due now\n", out)
+
+	out = c.must(t, "audit")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 6, out)
+	for i, action := range []string{"resume", "pause", "retarget", "resend", "skip"} {
+		require.Regexp(t, `\scli:\S*\s+`+action+`\s`, lines[i+1])
+	}
+	require.Contains(t, lines[3], "destination=http://127.0.0.1:8082/webhooks/finance → "+current)
+	out = c.must(t, "audit", "--event="+failed.String())
+	require.Equal(t, 2, strings.Count(out, "\n"), out)
+	out = c.must(t, "audit", "--invoice="+inv.Number, "--limit=2")
+	require.Contains(t, out, "more: add --cursor=")
+	cursor := out[strings.Index(out, "--cursor=")+len("--cursor=") : len(out)-1]
+	out = c.must(t, "audit", "--invoice="+inv.Number, "--limit=2", "--cursor="+cursor)
+	require.Contains(t, out, "skip")
 }

@@ -74,7 +74,8 @@ func printReport(w io.Writer, r reconcile.Report) error {
 		}
 	}
 	p("window     %s – %s\n", r.From.UTC().Format(time.RFC3339), r.To.UTC().Format(time.RFC3339))
-	p("delivered  %d (finance)\nprocessed  %d (logistics)\n", r.Delivered, r.Processed)
+	p("delivered  %d (finance)\nprocessed  %d (logistics)\nskipped    %d (by operators: resolved, not discrepancies)\n",
+		r.Delivered, r.Processed, r.Skipped)
 	for _, k := range []struct {
 		name  string
 		count int

@@ -1,7 +1,10 @@
 // Package ops is what finance's on-call engineers do without a database console: see
 // the outbox (counts, the oldest pending event, circuits), find events, read one with
-// every attempt, replay dead letters one by one or by filter, and trace an invoice
-// across both services. The ops API, the dashboard and the CLI all go through it.
+// every attempt, trace an invoice across both services, and act: replay dead letters
+// or give them up (skip), one by one or by filter, send a delivered event again
+// (resend), move undelivered events to the current destination (retarget), and pause
+// or resume a destination. Every action is recorded in the audit log (package audit)
+// in its own transaction. The ops API, the dashboard and the CLI all go through it.
 package ops
 
 import (
@@ -13,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
+	"handoff/finance/internal/audit"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsops"
 	"handoff/pkg/integrationkit/breaker"
@@ -24,9 +28,12 @@ type Invoices interface {
 	Find(ctx context.Context, ref string) (invoice.Invoice, error)
 }
 
-// Circuits lists the delivery circuits; *breaker.Breaker implements it.
+// Circuits lists the delivery circuits and pauses or resumes a destination, each in
+// db's transaction; *breaker.Breaker implements it.
 type Circuits interface {
 	Circuits(ctx context.Context, db bun.IDB) ([]breaker.Circuit, error)
+	Pause(ctx context.Context, db bun.IDB, dest string) (bool, error)
+	Resume(ctx context.Context, db bun.IDB, dest string) (bool, error)
 }
 
 // Logistics reads logistics' record of finance's events; *logisticsops.Client
@@ -55,6 +62,8 @@ type Reconciliation struct {
 	From, To   time.Time
 	Delivered  int
 	Processed  int
+	// Skipped were skipped by an operator in the window: resolved, not discrepancies.
+	Skipped int
 	// Missing were delivered but never applied; Unknown were applied but are unknown to
 	// finance; Overdue are pending far past their schedule. The counts are complete;
 	// the lists of idempotency keys may be cut short.
@@ -71,22 +80,26 @@ func (r Reconciliation) Clean() bool {
 
 // Config holds the service's collaborators. DB, Outbox, Invoices and Circuits are
 // required; Logistics, Archive and Reconciliations are optional and their part of a
-// page says so when absent.
+// page says so when absent, and without Destination nothing can be retargeted.
 type Config struct {
-	DB              *bun.DB
-	Outbox          *outbox.Store
-	Invoices        Invoices
-	Circuits        Circuits
+	DB       *bun.DB
+	Outbox   *outbox.Store
+	Invoices Invoices
+	Circuits Circuits
+	// Destination is where new events go (LOGISTICS_WEBHOOK_URL): Retarget moves
+	// events there.
+	Destination     string
 	Logistics       Logistics
 	Archive         Archive
 	Reconciliations Reconciliations
 	Log             *slog.Logger
 }
 
-// Service answers the operators' questions.
+// Service answers the operators' questions and carries out their actions.
 type Service struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	audit audit.Store
 }
 
 // New returns the service of cfg.
@@ -152,20 +165,32 @@ func (s *Service) Event(ctx context.Context, id uuid.UUID) (outbox.EventDetail, 
 }
 
 // AggregateKey returns the outbox aggregate key of the invoice ref names (its id,
-// INV-004711 or 4711), for filtering events by invoice. An id is taken as it is, so a
-// filter on an unknown id finds nothing rather than failing.
+// INV-004711 or 4711), for filtering events by invoice: see InvoiceID.
 func (s *Service) AggregateKey(ctx context.Context, ref string) (string, error) {
-	if id, err := uuid.Parse(ref); err == nil {
-		return id.String(), nil
-	}
-	inv, err := s.cfg.Invoices.Find(ctx, ref)
+	id, err := s.InvoiceID(ctx, ref)
 	if err != nil {
 		return "", err
 	}
-	return inv.ID.String(), nil
+	return id.String(), nil
 }
 
-// Retry replays one event for principal (who is logged): see outbox.Store.Retry.
+// InvoiceID returns the id of the invoice ref names (its id, INV-004711 or 4711). An
+// id is taken as it is, so a filter on an unknown id finds nothing rather than
+// failing.
+func (s *Service) InvoiceID(ctx context.Context, ref string) (uuid.UUID, error) {
+	if id, err := uuid.Parse(ref); err == nil {
+		return id, nil
+	}
+	inv, err := s.cfg.Invoices.Find(ctx, ref)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return inv.ID, nil
+}
+
+// Retry replays one event for principal, who is logged; no audit entry is written, as
+// the dashboard's Retry button, its caller, asks no reason. The API and the CLI use
+// RetryEvent, which records one.
 func (s *Service) Retry(ctx context.Context, id uuid.UUID, principal string) (outbox.StoredEvent, error) {
 	ev, err := s.cfg.Outbox.Retry(ctx, s.cfg.DB, id)
 	if err != nil {
@@ -174,16 +199,4 @@ func (s *Service) Retry(ctx context.Context, id uuid.UUID, principal string) (ou
 	s.log.InfoContext(ctx, "outbox event replayed", "event_id", id, "event_type", ev.EventType,
 		"aggregate_key", ev.AggregateKey, "idempotency_key", ev.IdempotencyKey, "by", principal)
 	return ev, nil
-}
-
-// RetryMatching replays the events matching f for principal (who is logged): see
-// outbox.Store.RetryMatching.
-func (s *Service) RetryMatching(ctx context.Context, f outbox.Filter, principal string) (outbox.RetryResult, error) {
-	res, err := s.cfg.Outbox.RetryMatching(ctx, s.cfg.DB, f)
-	if err != nil {
-		return outbox.RetryResult{}, err
-	}
-	s.log.InfoContext(ctx, "outbox events replayed by filter", "retried", res.Retried, "more", res.More,
-		"status", f.Status, "event_type", f.Type, "aggregate_key", f.AggregateKey, "by", principal)
-	return res, nil
 }

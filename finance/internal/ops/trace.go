@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"handoff/finance/internal/audit"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsops"
 	"handoff/pkg/integrationkit/egress"
@@ -18,11 +19,14 @@ import (
 const maxLogisticsRecords = 1000
 
 // Trace is "what happened to invoice 4711": the invoice, each of its events with every
-// attempt, and what logistics recorded for it.
+// attempt and every operator action on it, and what logistics recorded for it.
 type Trace struct {
 	Invoice invoice.Invoice
 	// Events are in sequence order, archived ones included when an archive is configured.
 	Events []outbox.EventDetail
+	// Actions are, by event id, the operator actions that changed each event, oldest
+	// first.
+	Actions map[uuid.UUID][]audit.Entry
 	// Logistics is logistics' record (processed keys and the shipment); nil when it
 	// could not be read, and LogisticsNote says why.
 	Logistics     *logisticsops.Page
@@ -50,6 +54,13 @@ func (s *Service) Trace(ctx context.Context, ref string) (Trace, error) {
 	}
 	t := Trace{Invoice: inv}
 	if t.Events, err = s.events(ctx, inv.ID.String()); err != nil {
+		return Trace{}, err
+	}
+	ids := make([]uuid.UUID, len(t.Events))
+	for i, ev := range t.Events {
+		ids[i] = ev.ID
+	}
+	if t.Actions, err = s.audit.ForEvents(ctx, s.cfg.DB, ids...); err != nil {
 		return Trace{}, err
 	}
 	t.Logistics, t.LogisticsNote = s.logistics(ctx, inv.ID)

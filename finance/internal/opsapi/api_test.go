@@ -37,6 +37,9 @@ const (
 	opsToken    = "ops-token-0123456789abcdef"
 	clerkToken  = "clerk-token-0123456789abc"
 	destination = "http://127.0.0.1:8082/webhooks/finance"
+	// current is LOGISTICS_WEBHOOK_URL now; events are written to destination.
+	current = "http://127.0.0.1:8092/webhooks/finance"
+	reason  = `{"reason":"logistics fixed the mapping"}`
 )
 
 // logistics is a scripted logistics ops API: it knows the keys in processed.
@@ -83,7 +86,7 @@ func setup(t *testing.T) *bundle {
 	br, err := breaker.New(breaker.Config{Table: "finance_breakers", Threshold: 1})
 	require.NoError(t, err)
 	lg := &logistics{processed: map[string]string{}}
-	svc, err := ops.New(ops.Config{DB: db, Outbox: store, Invoices: invoices, Circuits: br, Logistics: lg})
+	svc, err := ops.New(ops.Config{DB: db, Outbox: store, Invoices: invoices, Circuits: br, Logistics: lg, Destination: current})
 	require.NoError(t, err)
 	tokens, err := auth.ParseTokens("ops:"+opsToken+",clerk:"+clerkToken, "clerk", "ops")
 	require.NoError(t, err)
@@ -176,6 +179,7 @@ type event struct {
 	Logistics *struct {
 		Result string `json:"result"`
 	} `json:"logistics"`
+	Audit []auditEntry `json:"audit"`
 }
 
 func TestRoutesNeedAnOpsToken(t *testing.T) {
@@ -187,7 +191,14 @@ func TestRoutesNeedAnOpsToken(t *testing.T) {
 		{http.MethodGet, "/v1/ops/outbox/events"},
 		{http.MethodGet, "/v1/ops/outbox/events/" + id},
 		{http.MethodPost, "/v1/ops/outbox/events/" + id + "/retry"},
+		{http.MethodPost, "/v1/ops/outbox/events/" + id + "/skip"},
+		{http.MethodPost, "/v1/ops/outbox/events/" + id + "/resend"},
 		{http.MethodPost, "/v1/ops/outbox/retry"},
+		{http.MethodPost, "/v1/ops/outbox/skip"},
+		{http.MethodPost, "/v1/ops/outbox/retarget"},
+		{http.MethodPost, "/v1/ops/destinations/pause"},
+		{http.MethodPost, "/v1/ops/destinations/resume"},
+		{http.MethodGet, "/v1/ops/audit"},
 		{http.MethodGet, "/v1/ops/invoices/INV-000001/trace"},
 	}
 	for _, r := range routes {
@@ -222,7 +233,7 @@ func TestStatsCountsByStatusWithCircuits(t *testing.T) {
 		ReconciliationNote string `json:"reconciliation_note"`
 	}
 	b.ok(t, http.MethodGet, "/v1/ops/outbox/stats", "", &st)
-	require.Equal(t, map[string]int64{"pending": 3, "failed": 1, "delivered": 0}, st.Counts)
+	require.Equal(t, map[string]int64{"pending": 3, "failed": 1, "delivered": 0, "skipped": 0}, st.Counts)
 	require.GreaterOrEqual(t, st.OldestPendingAgeSeconds, 0.0)
 	require.False(t, st.AsOf.IsZero())
 	require.Len(t, st.Circuits, 1)
@@ -309,7 +320,9 @@ func TestRetryReplaysADeadLetterButNeverADeliveredEvent(t *testing.T) {
 	id := b.deadLetter(t, inv)
 
 	var ev event
-	b.ok(t, http.MethodPost, "/v1/ops/outbox/events/"+id.String()+"/retry", "", &ev)
+	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/events/"+id.String()+"/retry", opsToken, ""),
+		http.StatusBadRequest, "validation-failed")
+	b.ok(t, http.MethodPost, "/v1/ops/outbox/events/"+id.String()+"/retry", reason, &ev)
 	require.Equal(t, "pending", ev.Status)
 	require.Zero(t, ev.Attempts)
 	require.Equal(t, 1, ev.Requests)
@@ -317,8 +330,12 @@ func TestRetryReplaysADeadLetterButNeverADeliveredEvent(t *testing.T) {
 
 	_, err := b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'delivered', delivered_at = now() WHERE id = ?`, id).Exec(b.ctx)
 	require.NoError(t, err)
-	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/events/"+id.String()+"/retry", opsToken, ""), http.StatusConflict, "event-delivered")
-	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/events/"+uuid.NewString()+"/retry", opsToken, ""), http.StatusNotFound, "event-not-found")
+	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/events/"+id.String()+"/retry", opsToken, reason), http.StatusConflict, "event-delivered")
+	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/events/"+uuid.NewString()+"/retry", opsToken, reason), http.StatusNotFound, "event-not-found")
+	var d event
+	b.ok(t, http.MethodGet, "/v1/ops/outbox/events/"+id.String(), "", &d)
+	require.Len(t, d.Audit, 1, "the retry is recorded")
+	require.Equal(t, "retry", d.Audit[0].Action)
 }
 
 func TestRetryByFilter(t *testing.T) {
@@ -331,20 +348,21 @@ func TestRetryByFilter(t *testing.T) {
 		Retried int  `json:"retried"`
 		More    bool `json:"more"`
 	}
-	b.ok(t, http.MethodPost, "/v1/ops/outbox/retry", `{"status":"failed","type":"invoice.issued","limit":2}`, &res)
+	b.ok(t, http.MethodPost, "/v1/ops/outbox/retry", `{"status":"failed","type":"invoice.issued","limit":2,"reason":"outage over"}`, &res)
 	require.Equal(t, 2, res.Retried)
 	require.True(t, res.More)
-	b.ok(t, http.MethodPost, "/v1/ops/outbox/retry", ``, &res)
+	b.ok(t, http.MethodPost, "/v1/ops/outbox/retry", `{"reason":"outage over"}`, &res)
 	require.Equal(t, 1, res.Retried)
 	require.False(t, res.More)
 	var failed int
 	require.NoError(t, b.db.NewRaw(`SELECT count(*) FROM finance_outbox WHERE delivery_status = 'failed'`).Scan(b.ctx, &failed))
 	require.Zero(t, failed)
 
-	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, `{"status":"delivered"}`), http.StatusBadRequest, "validation-failed")
+	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, `{"status":"delivered","reason":"x"}`), http.StatusBadRequest, "validation-failed")
 	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, `{"statuss":"failed"}`), http.StatusBadRequest, "malformed-json")
-	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, `{"limit":100000}`), http.StatusBadRequest, "validation-failed")
-	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, `{"invoice_id":"INV-424242"}`), http.StatusNotFound, "invoice-not-found")
+	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, `{"limit":100000,"reason":"x"}`), http.StatusBadRequest, "validation-failed")
+	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, `{"invoice_id":"INV-424242","reason":"x"}`), http.StatusNotFound, "invoice-not-found")
+	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, ``), http.StatusBadRequest, "validation-failed")
 }
 
 func TestTraceAnswersWhatHappenedToAnInvoice(t *testing.T) {

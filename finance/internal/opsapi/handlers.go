@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"handoff/finance/internal/ops"
@@ -51,39 +52,131 @@ func (h handlers) event(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.svc.Event(c.Request().Context(), id)
+	ctx := c.Request().Context()
+	d, err := h.svc.Event(ctx, id)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newDetailJSON(d, nil))
+	actions, err := h.svc.EventActions(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, newDetailJSON(d, actions, nil))
 }
 
-func (h handlers) retry(c echo.Context) error {
-	id, err := eventID(c)
-	if err != nil {
-		return err
+// onEvent answers an action on one event: retry, skip or resend.
+func (h handlers) onEvent(do func(*ops.Service, context.Context, uuid.UUID, ops.Action) (outbox.StoredEvent, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := eventID(c)
+		if err != nil {
+			return err
+		}
+		var req reasonRequest
+		if err := decode(c, &req, "a reason"); err != nil {
+			return err
+		}
+		ev, err := do(h.svc, c.Request().Context(), id, action(c, req.Reason))
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, newEventJSON(ev))
 	}
-	ev, err := h.svc.Retry(c.Request().Context(), id, auth.Principal(c))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, newEventJSON(ev))
 }
 
 func (h handlers) retryMatching(c echo.Context) error {
-	req, err := decodeRetry(c)
+	res, dryRun, err := h.matching(c, (*ops.Service).RetryMatching, "a retry filter")
 	if err != nil {
 		return err
+	}
+	return c.JSON(http.StatusOK, retryJSON{Retried: res.Count, More: res.More, DryRun: dryRun})
+}
+
+func (h handlers) skipMatching(c echo.Context) error {
+	res, dryRun, err := h.matching(c, (*ops.Service).SkipMatching, "a skip filter")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, skipJSON{Skipped: res.Count, More: res.More, DryRun: dryRun})
+}
+
+// matching runs an action by filter, or its dry run, and says which it was; what
+// names the body in a malformed-json problem.
+func (h handlers) matching(c echo.Context, do func(*ops.Service, context.Context, ops.Matching, ops.Action) (outbox.BulkResult, error),
+	what string) (outbox.BulkResult, bool, error) {
+	var req filterRequest
+	if err := decode(c, &req, what); err != nil {
+		return outbox.BulkResult{}, false, err
 	}
 	f, err := h.resolve(c.Request().Context(), req.query())
 	if err != nil {
+		return outbox.BulkResult{}, false, err
+	}
+	res, err := do(h.svc, c.Request().Context(), ops.Matching{Filter: f, DryRun: req.DryRun}, action(c, req.Reason))
+	return res, req.DryRun, err
+}
+
+func (h handlers) retarget(c echo.Context) error {
+	var req retargetRequest
+	if err := decode(c, &req, "a retarget"); err != nil {
 		return err
 	}
-	res, err := h.svc.RetryMatching(c.Request().Context(), f, auth.Principal(c))
+	n, err := h.svc.Retarget(c.Request().Context(), req.From, action(c, req.Reason))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, retryJSON{Retried: res.Retried, More: res.More})
+	return c.JSON(http.StatusOK, retargetJSON{Retargeted: n})
+}
+
+func (h handlers) pause(c echo.Context) error {
+	var req destinationRequest
+	if err := decode(c, &req, "a destination"); err != nil {
+		return err
+	}
+	if err := h.svc.Pause(c.Request().Context(), req.Destination, action(c, req.Reason)); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, destinationJSON{Destination: req.Destination, Paused: true})
+}
+
+func (h handlers) resume(c echo.Context) error {
+	var req destinationRequest
+	if err := decode(c, &req, "a destination"); err != nil {
+		return err
+	}
+	n, err := h.svc.Resume(c.Request().Context(), req.Destination, action(c, req.Reason))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, destinationJSON{Destination: req.Destination, Hastened: &n})
+}
+
+func (h handlers) audit(c echo.Context) error {
+	q, err := parseAuditQuery(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if q.invoice != "" {
+		id, err := h.svc.InvoiceID(ctx, q.invoice)
+		if err != nil {
+			return err
+		}
+		q.query.InvoiceID = &id
+	}
+	page, err := h.svc.Audit(ctx, q.query)
+	if err != nil {
+		return err
+	}
+	out := auditPageJSON{Items: newAuditJSON(page.Items)}
+	if page.Next != nil {
+		out.NextCursor = page.Next.String()
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// action is the request's actor (the ops token's principal) with the reason it gave.
+func action(c echo.Context, reason string) ops.Action {
+	return ops.Action{Actor: auth.Principal(c), Reason: reason}
 }
 
 func (h handlers) trace(c echo.Context) error {

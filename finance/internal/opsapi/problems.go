@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"handoff/finance/internal/invoice"
+	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/problem"
 )
@@ -20,8 +21,13 @@ var domainProblems = []struct {
 	detail string
 }{
 	{outbox.ErrNotFound, http.StatusNotFound, "event-not-found", "no outbox event has this id"},
-	{outbox.ErrDelivered, http.StatusConflict, "event-delivered", "the event is delivered; it is never sent again by hand"},
+	{outbox.ErrDelivered, http.StatusConflict, "event-delivered", "the event is delivered; resend it to send it again"},
 	{outbox.ErrInFlight, http.StatusConflict, "event-in-flight", "a dispatcher is sending the event right now; look again in a moment"},
+	{outbox.ErrSkipped, http.StatusConflict, "event-skipped", "an operator skipped the event; it is never sent again"},
+	{outbox.ErrNotDeadLetter, http.StatusConflict, "event-not-dead-letter", "only a dead letter (status failed) is skipped"},
+	{outbox.ErrNotDelivered, http.StatusConflict, "event-not-delivered", "only a delivered event is resent; retry a failed or pending one"},
+	{ops.ErrPaused, http.StatusConflict, "destination-paused", "the destination is paused already"},
+	{ops.ErrNotPaused, http.StatusConflict, "destination-not-paused", "the destination is not paused"},
 	{invoice.ErrNotFound, http.StatusNotFound, "invoice-not-found", "no invoice has this id or number"},
 }
 
@@ -40,6 +46,10 @@ func problemFor(err error) error {
 	var fe *outbox.FilterError
 	if errors.As(err, &fe) {
 		return problem.Invalid("the request is not valid", problem.FieldError{Field: fe.Field, Detail: fe.Detail})
+	}
+	var bad *ops.ValidationError
+	if errors.As(err, &bad) {
+		return problem.Invalid("the request is not valid", problem.FieldError{Field: bad.Field, Detail: bad.Detail})
 	}
 	var invalid *invoice.ValidationError
 	if errors.As(err, &invalid) {

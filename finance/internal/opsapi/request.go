@@ -12,12 +12,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"handoff/finance/internal/audit"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/problem"
 	"handoff/pkg/integrationkit/strict"
 )
 
-// maxBodyBytes bounds a request body; a retry filter is a few hundred bytes.
+// maxBodyBytes bounds a request body; a filter with its reason is a few KiB at most.
 const maxBodyBytes = 64 << 10
 
 // filterQuery is a filter as the client wrote it, before the invoice is resolved.
@@ -74,17 +75,20 @@ func parseTime(s string) (time.Time, bool) {
 	return t, err == nil
 }
 
-// retryRequest is the body of POST /v1/ops/outbox/retry.
-type retryRequest struct {
+// filterRequest is the body of POST /v1/ops/outbox/retry and /v1/ops/outbox/skip:
+// the filter of the list route, why, and whether it is a dry run.
+type filterRequest struct {
 	Status    string     `json:"status"`
 	Type      string     `json:"type"`
 	InvoiceID string     `json:"invoice_id"`
 	From      *time.Time `json:"from"`
 	To        *time.Time `json:"to"`
 	Limit     int        `json:"limit"`
+	Reason    string     `json:"reason"`
+	DryRun    bool       `json:"dry_run"`
 }
 
-func (r retryRequest) query() filterQuery {
+func (r filterRequest) query() filterQuery {
 	f := outbox.Filter{Status: r.Status, Type: r.Type, Limit: r.Limit}
 	if r.From != nil {
 		f.CreatedFrom = *r.From
@@ -95,25 +99,85 @@ func (r retryRequest) query() filterQuery {
 	return filterQuery{filter: f, invoice: r.InvoiceID}
 }
 
-// decodeRetry reads a retryRequest strictly (strict.Decode): JSON, one object whose
-// members are its fields named exactly and once each, nothing after it. An empty body
-// is the empty filter (every failed event, up to the default limit).
-func decodeRetry(c echo.Context) (retryRequest, error) {
-	var req retryRequest
+// reasonRequest is the body of an action on one event.
+type reasonRequest struct {
+	Reason string `json:"reason"`
+}
+
+// retargetRequest is the body of POST /v1/ops/outbox/retarget.
+type retargetRequest struct {
+	From   string `json:"from"`
+	Reason string `json:"reason"`
+}
+
+// destinationRequest is the body of POST /v1/ops/destinations/pause and /resume.
+type destinationRequest struct {
+	Destination string `json:"destination"`
+	Reason      string `json:"reason"`
+}
+
+// decode reads the body into v strictly (strict.Decode): JSON, one object whose
+// members are v's fields named exactly and once each, nothing after it. An empty body
+// leaves v zero (the service then names what is missing); what names the body in the
+// problem's detail.
+func decode(c echo.Context, v any, what string) error {
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxBodyBytes))
 	if err != nil {
-		return req, problem.Newf(http.StatusRequestEntityTooLarge, "body-too-large", "the body exceeds %d bytes", maxBodyBytes)
+		return problem.Newf(http.StatusRequestEntityTooLarge, "body-too-large", "the body exceeds %d bytes", maxBodyBytes)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return req, nil
+		return nil
 	}
 	if mt, _, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEApplicationJSON {
-		return req, problem.New(http.StatusUnsupportedMediaType, "unsupported-media-type", "send the body as application/json")
+		return problem.New(http.StatusUnsupportedMediaType, "unsupported-media-type", "send the body as application/json")
 	}
-	if err := strict.Decode(body, &req); err != nil {
-		return req, problem.New(http.StatusBadRequest, "malformed-json", "the body is not a retry filter: "+err.Error())
+	if err := strict.Decode(body, v); err != nil {
+		return problem.New(http.StatusBadRequest, "malformed-json", "the body is not "+what+": "+err.Error())
 	}
-	return req, nil
+	return nil
+}
+
+// auditParams are the query parameters of the audit log; the route refuses any other.
+var auditParams = []string{"event_id", "invoice_id", "limit", "cursor"}
+
+// auditQuery is the audit log's query as the client wrote it, before the invoice is
+// resolved.
+type auditQuery struct {
+	query   audit.Query
+	invoice string
+}
+
+// parseAuditQuery reads ?event_id=&invoice_id=&limit=&cursor=; values not even of the
+// right form are refused here, the service checks the rest.
+func parseAuditQuery(q url.Values) (auditQuery, error) {
+	out := auditQuery{invoice: q.Get("invoice_id")}
+	var bad []problem.FieldError
+	field := func(name, detail string) { bad = append(bad, problem.FieldError{Field: name, Detail: detail}) }
+	if s := q.Get("event_id"); s != "" {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			field("event_id", "must be an event id (a UUID)")
+		}
+		out.query.EventID = &id
+	}
+	if s := q.Get("limit"); q.Has("limit") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			field("limit", "must be an integer between 1 and "+strconv.Itoa(audit.MaxLimit))
+		}
+		out.query.Limit = n
+	}
+	if s := q.Get("cursor"); s != "" {
+		c, err := audit.ParseCursor(s)
+		if err != nil {
+			field("cursor", "is not a cursor of this list")
+		}
+		out.query.After = &c
+	}
+	if len(bad) > 0 {
+		return auditQuery{}, problem.Invalid("the query is not valid", bad...)
+	}
+	return out, nil
 }
 
 // eventID reads the :id path parameter; a malformed id names no event (404).

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/google/uuid"
+
+	"handoff/finance/internal/audit"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsops"
 	"handoff/finance/internal/ops"
@@ -29,6 +32,8 @@ type circuitJSON struct {
 	Failures    int        `json:"failures"`
 	OpenUntil   *time.Time `json:"open_until"`
 	ChangedAt   time.Time  `json:"changed_at"`
+	// PausedAt is when an operator paused the destination; null when not paused.
+	PausedAt *time.Time `json:"paused_at"`
 }
 
 type reconciliationJSON struct {
@@ -37,6 +42,7 @@ type reconciliationJSON struct {
 	To         time.Time `json:"to"`
 	Delivered  int       `json:"delivered"`
 	Processed  int       `json:"processed"`
+	Skipped    int       `json:"skipped"`
 	Counts     struct {
 		Missing int `json:"missing"`
 		Unknown int `json:"unknown"`
@@ -67,6 +73,7 @@ type eventJSON struct {
 	LastAttemptAt  *time.Time      `json:"last_attempt_at"`
 	NextAttemptAt  time.Time       `json:"next_attempt_at"`
 	DeliveredAt    *time.Time      `json:"delivered_at"`
+	SkippedAt      *time.Time      `json:"skipped_at,omitempty"`
 	Payload        json.RawMessage `json:"payload,omitempty"`
 }
 
@@ -84,6 +91,8 @@ type attemptJSON struct {
 type detailJSON struct {
 	eventJSON
 	AttemptLog []attemptJSON `json:"attempt_log"`
+	// Audit are the operator actions that changed the event, oldest first.
+	Audit []auditJSON `json:"audit"`
 	// Logistics is logistics' record of the event's key, in a trace; null when it has none.
 	Logistics *logisticsops.ProcessedEvent `json:"logistics,omitempty"`
 }
@@ -96,6 +105,45 @@ type listJSON struct {
 type retryJSON struct {
 	Retried int  `json:"retried"`
 	More    bool `json:"more"`
+	// DryRun says nothing was retried: Retried is how many would have been.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+type skipJSON struct {
+	Skipped int  `json:"skipped"`
+	More    bool `json:"more"`
+	// DryRun says nothing was skipped: Skipped is how many would have been.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+type retargetJSON struct {
+	Retargeted int `json:"retargeted"`
+}
+
+type destinationJSON struct {
+	Destination string `json:"destination"`
+	Paused      bool   `json:"paused"`
+	// Hastened, on a resume, counts the deferred events made due at once.
+	Hastened *int `json:"hastened,omitempty"`
+}
+
+// auditJSON is one entry of the audit log.
+type auditJSON struct {
+	ID          int64         `json:"id"`
+	At          time.Time     `json:"at"`
+	Actor       string        `json:"actor"`
+	Action      string        `json:"action"`
+	Reason      string        `json:"reason"`
+	EventID     *uuid.UUID    `json:"event_id"`
+	InvoiceID   *uuid.UUID    `json:"invoice_id"`
+	Count       int           `json:"count"`
+	Filter      *audit.Filter `json:"filter,omitempty"`
+	Destination string        `json:"destination,omitempty"`
+}
+
+type auditPageJSON struct {
+	Items      []auditJSON `json:"items"`
+	NextCursor string      `json:"next_cursor,omitempty"`
 }
 
 type invoiceJSON struct {
@@ -128,6 +176,7 @@ func newStatsJSON(ov ops.Overview) statsJSON {
 	out := statsJSON{
 		Counts: map[string]int64{
 			outbox.StatusPending: st.Pending, outbox.StatusDelivered: st.Delivered, outbox.StatusFailed: st.Failed,
+			outbox.StatusSkipped: st.Skipped,
 		},
 		InFlight: st.InFlight, OldestPendingAgeSeconds: st.OldestPendingAge.Seconds(), AsOf: st.Now.UTC(),
 		Circuits: make([]circuitJSON, len(ov.Circuits)), ReconciliationNote: ov.ReconciliationNote,
@@ -137,7 +186,7 @@ func newStatsJSON(ov ops.Overview) statsJSON {
 	}
 	if r := ov.Reconciliation; r != nil {
 		rj := &reconciliationJSON{FinishedAt: r.FinishedAt.UTC(), From: r.From.UTC(), To: r.To.UTC(),
-			Delivered: r.Delivered, Processed: r.Processed, Missing: nonNil(r.Missing), Unknown: nonNil(r.Unknown),
+			Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped, Missing: nonNil(r.Missing), Unknown: nonNil(r.Unknown),
 			Overdue: nonNil(r.Overdue), Error: r.Error}
 		rj.Counts.Missing, rj.Counts.Unknown, rj.Counts.Overdue = r.MissingCount, r.UnknownCount, r.OverdueCount
 		out.Reconciliation = rj
@@ -147,7 +196,7 @@ func newStatsJSON(ov ops.Overview) statsJSON {
 
 func newCircuitJSON(c breaker.Circuit) circuitJSON {
 	return circuitJSON{Destination: c.Destination, State: c.State, Failures: c.Failures,
-		OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC()}
+		OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC(), PausedAt: utc(c.PausedAt)}
 }
 
 func newEventJSON(ev outbox.StoredEvent) eventJSON {
@@ -157,14 +206,15 @@ func newEventJSON(ev outbox.StoredEvent) eventJSON {
 		Attempts: ev.Attempts, Requests: ev.Requests, InFlight: ev.InFlight, LastError: ev.LastError,
 		LastStatusCode: ev.LastStatusCode, FailedReason: ev.FailedReason, CreatedAt: ev.CreatedAt.UTC(),
 		LastAttemptAt: utc(ev.LastAttemptAt), NextAttemptAt: ev.NextAttemptAt.UTC(), DeliveredAt: utc(ev.DeliveredAt),
+		SkippedAt: utc(ev.SkippedAt),
 	}
 }
 
-// newDetailJSON shows an event with its payload and attempts, and logistics' record
-// of it when the caller has one.
-func newDetailJSON(d outbox.EventDetail, processed *logisticsops.ProcessedEvent) detailJSON {
+// newDetailJSON shows an event with its payload, attempts and the operator actions on
+// it, and logistics' record of it when the caller has one.
+func newDetailJSON(d outbox.EventDetail, actions []audit.Entry, processed *logisticsops.ProcessedEvent) detailJSON {
 	out := detailJSON{eventJSON: newEventJSON(d.StoredEvent), AttemptLog: make([]attemptJSON, len(d.AttemptLog)),
-		Logistics: processed}
+		Audit: newAuditJSON(actions), Logistics: processed}
 	out.Payload = d.Payload
 	for i, a := range d.AttemptLog {
 		out.AttemptLog[i] = attemptJSON{AttemptNo: a.No, StartedAt: a.StartedAt.UTC(),
@@ -184,12 +234,21 @@ func newTraceJSON(t ops.Trace) traceJSON {
 		if p, ok := t.Processed(d.IdempotencyKey); ok {
 			rec = &p
 		}
-		out.Events[i] = newDetailJSON(d, rec)
+		out.Events[i] = newDetailJSON(d, t.Actions[d.ID], rec)
 	}
 	if l := t.Logistics; l != nil {
 		out.Logistics.Available = true
 		out.Logistics.Processed = append(out.Logistics.Processed, l.Items...)
 		out.Logistics.Shipment = l.Shipment
+	}
+	return out
+}
+
+func newAuditJSON(entries []audit.Entry) []auditJSON {
+	out := make([]auditJSON, len(entries))
+	for i, e := range entries {
+		out[i] = auditJSON{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, Reason: e.Reason,
+			EventID: e.EventID, InvoiceID: e.InvoiceID, Count: e.Count, Filter: e.Filter, Destination: e.Destination}
 	}
 	return out
 }

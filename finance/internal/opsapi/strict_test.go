@@ -63,7 +63,7 @@ func TestStrictParsingRefusesAmbiguousRequests(t *testing.T) {
 	status, _, body := call(t, srv.URL, http.MethodGet, "/v1/ops/outbox/events?status=failed&limit=5", "")
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, id.String())
-	status, _, body = call(t, srv.URL, http.MethodPost, "/v1/ops/outbox/retry", `{"status":"failed"}`)
+	status, _, body = call(t, srv.URL, http.MethodPost, "/v1/ops/outbox/retry", `{"status":"failed","reason":"fixed"}`)
 	require.Equal(t, http.StatusOK, status, body)
 	require.JSONEq(t, `{"retried":1,"more":false}`, body)
 }

@@ -131,6 +131,9 @@ func (r *Reconciler) compare(ctx context.Context, s store, rep *Report) error {
 	}
 	rep.MissingCount = len(rep.Missing)
 	rep.Missing = listed(byTime(rep.Missing))
+	if rep.Skipped, err = s.skipped(ctx, rep.From, rep.To); err != nil {
+		return err
+	}
 	rep.Overdue, rep.OverdueCount, err = s.overdue(ctx, r.cfg.Overdue)
 	return err
 }

@@ -186,6 +186,34 @@ func TestDiscrepanciesAreReportedByKey(t *testing.T) {
 	require.Equal(t, 1, latest.UnknownCount)
 }
 
+// An event an operator skipped is resolved: logistics never got it, and that is no
+// discrepancy. It is counted as skipped in the window it was skipped in, and stored.
+func TestSkippedEventIsResolvedNotMissing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.event(t, "fine", "delivered", time.Minute, true)
+	b.event(t, "given-up", "failed", 5*time.Minute, false)
+	b.event(t, "given-up-long-ago", "failed", 5*time.Minute, false)
+	_, err := b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'skipped', skipped_at = now() - interval '2 minutes'
+		WHERE idempotency_key = 'given-up'`).Exec(context.Background())
+	require.NoError(t, err)
+	_, err = b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'skipped', skipped_at = now() - interval '3 hours'
+		WHERE idempotency_key = 'given-up-long-ago'`).Exec(context.Background())
+	require.NoError(t, err)
+
+	now := time.Now()
+	rep, err := b.rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep)
+	require.Equal(t, 1, rep.Skipped, "skipped in the window")
+	require.Equal(t, 1, rep.Delivered)
+	require.Empty(t, b.notes.alerts)
+	latest, ok, err := reconcile.Latest(context.Background(), b.db)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 1, latest.Skipped)
+}
+
 // An unreachable logistics is a failed run: stored with its error, and paged.
 func TestFailedRunIsStoredAndPaged(t *testing.T) {
 	t.Parallel()

@@ -1,7 +1,8 @@
 // Package reconcile compares, for a time window, the events finance marked delivered
 // with the events logistics says it processed, and finds what the webhook contract
 // alone cannot show: an event delivered but never applied, an event applied but
-// unknown to finance, and an event pending far past its schedule.
+// unknown to finance, and an event pending far past its schedule. An event an operator
+// skipped is resolved: counted as such, never as a discrepancy.
 //
 // A Reconciler reads finance's side from its own database and logistics' side through
 // logistics' ops API (GET /v1/ops/processed-events), stores every result in
@@ -36,6 +37,9 @@ type Report struct {
 	// keys logistics processed in it.
 	Delivered int
 	Processed int
+	// Skipped counts the events operators skipped in the window: given up on purpose,
+	// so logistics is not expected to have them.
+	Skipped int
 	// Missing were delivered but never applied by logistics; Unknown were applied by
 	// logistics but finance has no such event; Overdue are pending far past their
 	// next attempt. Each lists at most MaxListed; the counts are complete.

@@ -68,6 +68,17 @@ func (s store) known(ctx context.Context, keys []string) (map[string]bool, error
 	return out, nil
 }
 
+// skipped counts the events operators skipped in [from, to).
+func (s store) skipped(ctx context.Context, from, to time.Time) (int, error) {
+	var n int
+	err := s.db.NewRaw(`SELECT count(*) FROM ? WHERE delivery_status = 'skipped' AND skipped_at >= ? AND skipped_at < ?`,
+		bun.Ident(outboxTable), from, to).Scan(ctx, &n)
+	if err != nil {
+		return 0, fmt.Errorf("reconcile: skipped events: %w", err)
+	}
+	return n, nil
+}
+
 // overdue returns pending events whose next attempt is more than late ago (at most
 // MaxListed, oldest first) and how many there are.
 func (s store) overdue(ctx context.Context, late time.Duration) ([]Discrepancy, int, error) {
@@ -110,6 +121,7 @@ type result struct {
 	To           time.Time       `bun:"window_to"`
 	Delivered    int             `bun:"delivered_count"`
 	Processed    int             `bun:"processed_count"`
+	Skipped      int             `bun:"skipped_count"`
 	MissingCount int             `bun:"missing_count"`
 	UnknownCount int             `bun:"unknown_count"`
 	OverdueCount int             `bun:"overdue_count"`
@@ -134,11 +146,11 @@ func (s store) save(ctx context.Context, r Report) (int64, time.Time, error) {
 		FinishedAt time.Time `bun:"finished_at"`
 	}
 	err := s.db.NewRaw(`
-		INSERT INTO ? (started_at, window_from, window_to, delivered_count, processed_count,
+		INSERT INTO ? (started_at, window_from, window_to, delivered_count, processed_count, skipped_count,
 			missing_count, unknown_count, overdue_count, missing, unknown, overdue, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, NULLIF(?, ''))
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, NULLIF(?, ''))
 		RETURNING id, finished_at`,
-		bun.Ident(resultsTable), r.StartedAt, r.From, r.To, r.Delivered, r.Processed,
+		bun.Ident(resultsTable), r.StartedAt, r.From, r.To, r.Delivered, r.Processed, r.Skipped,
 		r.MissingCount, r.UnknownCount, r.OverdueCount, lists[0], lists[1], lists[2], r.Error).Scan(ctx, &row)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("reconcile: save report: %w", err)
@@ -151,7 +163,7 @@ func (s store) save(ctx context.Context, r Report) (int64, time.Time, error) {
 func Latest(ctx context.Context, db bun.IDB) (r Report, ok bool, err error) {
 	var row result
 	err = db.NewRaw(`SELECT id, started_at, finished_at, window_from, window_to, delivered_count,
-			processed_count, missing_count, unknown_count, overdue_count, missing, unknown, overdue, error
+			processed_count, skipped_count, missing_count, unknown_count, overdue_count, missing, unknown, overdue, error
 		FROM ? ORDER BY id DESC LIMIT 1`, bun.Ident(resultsTable)).Scan(ctx, &row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Report{}, false, nil
@@ -160,7 +172,7 @@ func Latest(ctx context.Context, db bun.IDB) (r Report, ok bool, err error) {
 		return Report{}, false, fmt.Errorf("reconcile: latest report: %w", err)
 	}
 	r = Report{ID: row.ID, StartedAt: row.StartedAt, FinishedAt: row.FinishedAt, From: row.From, To: row.To,
-		Delivered: row.Delivered, Processed: row.Processed, MissingCount: row.MissingCount,
+		Delivered: row.Delivered, Processed: row.Processed, Skipped: row.Skipped, MissingCount: row.MissingCount,
 		UnknownCount: row.UnknownCount, OverdueCount: row.OverdueCount, Error: row.Error.String}
 	for _, l := range []struct {
 		raw json.RawMessage

@@ -2,11 +2,12 @@
 // PostgreSQL, so every replica of a service sees the same circuit: it opens after
 // Threshold consecutive retryable failures, refuses requests for Cooldown, then lets
 // exactly one probe through across the whole cluster; the probe's success closes it,
-// its failure opens it again.
+// its failure opens it again. An operator may also pause a destination (Pause): every
+// replica refuses it, whatever its circuit's state, until Resume.
 //
 // The table, named by the service, has the columns of Schema: destination (PK),
 // state, failures, generation, open_until, probe_token, probe_expires_at, changed_at,
-// last_transition, announced_generation.
+// last_transition, announced_generation, paused_at.
 package breaker
 
 import (
@@ -40,6 +41,9 @@ type Config struct {
 	// ProbeLease is how long the probe may take before another replica may probe
 	// (default 30 s; set it above the request timeout).
 	ProbeLease time.Duration
+	// PausedWait is the Wait of a paused destination's refusal (default 1 min): how
+	// long a caller defers before it asks again. Resume should hasten what was deferred.
+	PausedWait time.Duration
 }
 
 // Breaker reads and moves the circuits of one table.
@@ -54,13 +58,14 @@ func New(cfg Config) (*Breaker, error) {
 	cfg.Threshold = cmp.Or(cfg.Threshold, 5)
 	cfg.Cooldown = cmp.Or(cfg.Cooldown, 30*time.Second)
 	cfg.ProbeLease = cmp.Or(cfg.ProbeLease, 30*time.Second)
+	cfg.PausedWait = cmp.Or(cfg.PausedWait, time.Minute)
 	switch {
 	case !identifier.MatchString(cfg.Table):
 		return nil, fmt.Errorf("breaker: table name %q is not a plain lowercase identifier", cfg.Table)
 	case cfg.Threshold < 1:
 		return nil, fmt.Errorf("breaker: Threshold must be at least 1")
-	case cfg.Cooldown <= 0 || cfg.ProbeLease <= 0:
-		return nil, fmt.Errorf("breaker: Cooldown and ProbeLease must be positive")
+	case cfg.Cooldown <= 0 || cfg.ProbeLease <= 0 || cfg.PausedWait <= 0:
+		return nil, fmt.Errorf("breaker: Cooldown, ProbeLease and PausedWait must be positive")
 	}
 	return &Breaker{cfg: cfg}, nil
 }
@@ -77,6 +82,9 @@ type Permit struct {
 	// end of another caller's probe lease, and the circuit closes as soon as that
 	// probe succeeds, which may be any moment.
 	ProbeInFlight bool
+	// Paused, when not allowed, says an operator paused the destination: Wait is
+	// Config.PausedWait, and nothing may go until Resume.
+	Paused bool
 
 	token      uuid.UUID
 	generation int64
@@ -92,25 +100,27 @@ const (
 	ClosedT  Transition = "closed"
 )
 
-// Acquire asks whether a request to dest may go now. An open circuit whose cool-down
-// is over, or a half-open one whose probe lease expired, is turned half-open by
-// exactly one caller, which gets the probe.
+// Acquire asks whether a request to dest may go now, in one statement that also reads
+// whether dest is paused. A paused destination is refused; otherwise an open circuit
+// whose cool-down is over, or a half-open one whose probe lease expired, is turned
+// half-open by exactly one caller, which gets the probe.
 func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit, error) {
 	var row struct {
 		State      string     `bun:"state"`
 		Generation int64      `bun:"generation"`
 		Probe      *uuid.UUID `bun:"probe"`
 		WaitSecs   *float64   `bun:"wait_secs"`
+		Paused     bool       `bun:"paused"`
 	}
 	err := db.NewRaw(`
 		WITH probe AS (
 			UPDATE ? SET state = 'half_open', probe_token = gen_random_uuid(),
 				probe_expires_at = now() + make_interval(secs => ?), changed_at = now()
-			WHERE destination = ?
+			WHERE destination = ? AND paused_at IS NULL
 			  AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_expires_at <= now()))
 			RETURNING probe_token, generation
 		)
-		SELECT c.state, c.generation, (SELECT probe_token FROM probe) AS probe,
+		SELECT c.state, c.generation, (SELECT probe_token FROM probe) AS probe, c.paused_at IS NOT NULL AS paused,
 		       EXTRACT(EPOCH FROM (CASE WHEN c.state = 'open' THEN c.open_until ELSE c.probe_expires_at END) - now())::float8 AS wait_secs
 		FROM ? AS c WHERE c.destination = ?`,
 		bun.Ident(b.cfg.Table), b.cfg.ProbeLease.Seconds(), dest, bun.Ident(b.cfg.Table), dest).Scan(ctx, &row)
@@ -121,6 +131,8 @@ func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit,
 		return Permit{}, fmt.Errorf("breaker: acquire %s: %w", dest, err)
 	}
 	switch {
+	case row.Paused:
+		return Permit{Wait: b.cfg.PausedWait, Paused: true}, nil
 	case row.Probe != nil:
 		return Permit{Allowed: true, Probe: true, token: *row.Probe, generation: row.Generation}, nil
 	case row.State == Closed:

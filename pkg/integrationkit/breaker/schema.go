@@ -15,6 +15,7 @@ func Schema(table string) string {
     probe_expires_at     timestamptz,
     changed_at           timestamptz NOT NULL DEFAULT now(),
     last_transition      text CHECK (last_transition IN ('opened', 'reopened', 'closed')),
-    announced_generation bigint NOT NULL DEFAULT 0    -- the generation a pager announced
+    announced_generation bigint NOT NULL DEFAULT 0,   -- the generation a pager announced
+    paused_at            timestamptz                  -- set while an operator pauses the destination
 );`, "{t}", table)
 }

@@ -11,16 +11,19 @@ import (
 	"handoff/pkg/integrationkit/webhook"
 )
 
-// admit asks the circuit of the records' destination whether they may be sent. When
-// they may not, they are deferred until the circuit can admit again: no request, no
-// attempt spent. All records share one destination.
+// admit asks the circuit of the records' destination whether they may be sent; the
+// same statement says whether an operator paused the destination, so a pause costs no
+// extra round trip per event. When they may not be sent, they are deferred until the
+// circuit can admit again, or for the breaker's PausedWait: no request, no attempt
+// spent. All records share one destination.
 func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.Permit, bool) {
 	if d.breaker == nil {
 		return breaker.Permit{Allowed: true}, true
 	}
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
-	p, err := d.breaker.Acquire(ctx, d.db, recs[0].Destination)
+	dest := recs[0].Destination
+	p, err := d.breaker.Acquire(ctx, d.db, dest)
 	if err != nil {
 		// Without the circuit's state nothing is sent: the circuit may be open. The
 		// events go back to the queue untouched (or their leases expire).
@@ -31,18 +34,26 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 	if p.Allowed {
 		return p, true
 	}
+	deferral, label := outbox.ErrorCircuitOpen, "circuit_open"
+	if p.Paused {
+		deferral, label = outbox.ErrorPaused, "paused"
+	}
 	items := make([]outbox.Settlement, len(recs))
 	for i, rec := range recs {
 		items[i] = outbox.Settlement{Record: rec, Outcome: outbox.Outcome{
 			Status:  outbox.StatusPending,
 			RetryIn: p.Wait + d.spread(),
-			Error:   outbox.ErrorCircuitOpen,
-			Label:   "circuit_open",
+			Error:   deferral,
+			Label:   label,
 		}}
 	}
 	d.settle(ctx, items)
-	if p.ProbeInFlight {
-		d.hastenIfClosed(ctx, recs[0].Destination)
+	switch {
+	case p.Paused:
+		d.log.DebugContext(ctx, "events deferred: destination paused", "destination", dest, "events", len(recs))
+		d.hastenIfResumed(ctx, dest)
+	case p.ProbeInFlight:
+		d.hastenIfClosed(ctx, dest)
 	}
 	return p, false
 }
@@ -55,14 +66,25 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 // circuit comes due by itself when the circuit may probe.
 func (d *Dispatcher) hastenIfClosed(ctx context.Context, dest string) {
 	if state, err := d.breaker.State(ctx, d.db, dest); err == nil && state == breaker.Closed {
-		d.hasten(ctx, dest, "circuit closed meanwhile")
+		d.hasten(ctx, dest, outbox.ErrorCircuitOpen, "circuit closed meanwhile")
 	}
 }
 
-// hasten makes dest's circuit-deferred events due now (the worker's finish wakes the
-// loop to claim them); why names the occasion in the log.
-func (d *Dispatcher) hasten(ctx context.Context, dest, why string) {
-	n, err := d.store.Hasten(ctx, d.db, dest)
+// hastenIfResumed hastens dest's pause-deferred events if dest is no longer paused.
+// Resuming hastens what was deferred until its commit; a deferral written after that
+// (its worker saw the pause just before) would otherwise wait out PausedWait. Looking
+// again after every pause deferral closes that gap, at the cost of one statement per
+// deferral, paid only while a destination is paused.
+func (d *Dispatcher) hastenIfResumed(ctx context.Context, dest string) {
+	if paused, err := d.breaker.Paused(ctx, d.db, dest); err == nil && !paused {
+		d.hasten(ctx, dest, outbox.ErrorPaused, "destination resumed meanwhile")
+	}
+}
+
+// hasten makes dest's events deferred for deferredBy due now (the worker's finish
+// wakes the loop to claim them); why names the occasion in the log.
+func (d *Dispatcher) hasten(ctx context.Context, dest, deferredBy, why string) {
+	n, err := d.store.Hasten(ctx, d.db, dest, deferredBy)
 	if err != nil {
 		d.log.WarnContext(ctx, why+"; hastening the deferred events failed, they wait out their deferral",
 			"destination", dest, "err", err)
@@ -131,7 +153,7 @@ func (d *Dispatcher) recordCircuit(ctx context.Context, rec outbox.Record, p bre
 	case breaker.Opened, breaker.Reopened:
 		d.log.ErrorContext(ctx, "circuit "+string(tr), "destination", rec.Destination, "event_id", rec.ID)
 	case breaker.ClosedT:
-		d.hasten(ctx, rec.Destination, "circuit closed")
+		d.hasten(ctx, rec.Destination, outbox.ErrorCircuitOpen, "circuit closed")
 	}
 }
 

@@ -12,8 +12,8 @@ import (
 )
 
 // Depth is what waits in the outbox: how many events are pending and failed, and the
-// oldest pending one. Delivered events are history, not depth, and are not counted
-// (their number grows without bound and would make the query cost grow with it).
+// oldest pending one. Delivered and skipped events are history, not depth, and are not
+// counted (their number grows without bound and would make the query cost grow with it).
 type Depth struct {
 	Pending int64
 	Failed  int64
@@ -38,7 +38,7 @@ func (s *Store) Depth(ctx context.Context, db bun.IDB) (Depth, error) {
 		N      int64  `bun:"n"`
 	}
 	err := db.NewRaw(`SELECT delivery_status, count(*) AS n FROM ?
-		WHERE delivery_status <> 'delivered' GROUP BY delivery_status`, bun.Ident(s.table)).Scan(ctx, &counts)
+		WHERE delivery_status IN ('pending', 'failed') GROUP BY delivery_status`, bun.Ident(s.table)).Scan(ctx, &counts)
 	if err != nil {
 		return Depth{}, fmt.Errorf("outbox: depth: %w", err)
 	}

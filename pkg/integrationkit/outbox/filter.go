@@ -11,7 +11,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Page sizes of List and batch sizes of RetryMatching.
+// Page sizes of List and batch sizes of RetryMatching and SkipMatching.
 const (
 	DefaultListLimit  = 50
 	MaxListLimit      = 500
@@ -19,9 +19,10 @@ const (
 	MaxRetryLimit     = 10000
 )
 
-// Filter selects events for List and RetryMatching. Zero fields select everything.
+// Filter selects events for List, RetryMatching and SkipMatching. Zero fields select
+// everything.
 type Filter struct {
-	// Status is pending, delivered or failed.
+	// Status is pending, delivered, failed or skipped.
 	Status string
 	// Type is the exact event type.
 	Type string
@@ -30,8 +31,8 @@ type Filter struct {
 	// CreatedFrom (inclusive) and CreatedTo (exclusive) bound created_at.
 	CreatedFrom, CreatedTo time.Time
 	// Limit is the page size of List (default DefaultListLimit, at most MaxListLimit)
-	// or the most events RetryMatching retries (default DefaultRetryLimit, at most
-	// MaxRetryLimit).
+	// or the most events RetryMatching or SkipMatching changes (default
+	// DefaultRetryLimit, at most MaxRetryLimit).
 	Limit int
 	// After continues a List after the last event of the previous page.
 	After *Cursor
@@ -49,14 +50,14 @@ func (e *FilterError) Error() string {
 
 // ValidStatus reports whether s is a delivery_status value.
 func ValidStatus(s string) bool {
-	return s == StatusPending || s == StatusDelivered || s == StatusFailed
+	return s == StatusPending || s == StatusDelivered || s == StatusFailed || s == StatusSkipped
 }
 
 // normalize checks f and fills in the default limit; max bounds Limit.
 func (f *Filter) normalize(def, max int) error {
 	switch {
 	case f.Status != "" && !ValidStatus(f.Status):
-		return &FilterError{Field: "status", Detail: "must be pending, delivered or failed"}
+		return &FilterError{Field: "status", Detail: "must be pending, delivered, failed or skipped"}
 	case f.Limit < 0 || f.Limit > max:
 		return &FilterError{Field: "limit", Detail: fmt.Sprintf("must be between 1 and %d", max)}
 	case !f.CreatedFrom.IsZero() && !f.CreatedTo.IsZero() && !f.CreatedFrom.Before(f.CreatedTo):

@@ -32,10 +32,12 @@ type StoredEvent struct {
 	// Attempts is how many attempts count against the budget; a replay resets it.
 	Attempts int `bun:"delivery_attempts"`
 	// Requests is every request ever sent (X-Attempt of the latest); never reset.
-	Requests       int        `bun:"request_count"`
-	LastAttemptAt  *time.Time `bun:"last_attempt_at"`
-	NextAttemptAt  time.Time  `bun:"next_attempt_at"`
-	DeliveredAt    *time.Time `bun:"delivered_at"`
+	Requests      int        `bun:"request_count"`
+	LastAttemptAt *time.Time `bun:"last_attempt_at"`
+	NextAttemptAt time.Time  `bun:"next_attempt_at"`
+	DeliveredAt   *time.Time `bun:"delivered_at"`
+	// SkippedAt is when an operator skipped the event; nil unless it is skipped.
+	SkippedAt      *time.Time `bun:"skipped_at"`
 	CreatedAt      time.Time  `bun:"created_at"`
 	LeaseOwner     string     `bun:"lease_owner"`
 	LeaseExpiresAt *time.Time `bun:"lease_expires_at"`
@@ -58,7 +60,7 @@ func (e StoredEvent) LastFailure() string {
 // eventColumns are the columns of StoredEvent; in_flight is judged by the database clock.
 const eventColumns = `id, event_type, payload, idempotency_key, destination, aggregate_key,
 	aggregate_seq, correlation_id, delivery_status, delivery_attempts, request_count,
-	last_attempt_at, next_attempt_at, delivered_at, created_at, lease_owner, lease_expires_at,
+	last_attempt_at, next_attempt_at, delivered_at, skipped_at, created_at, lease_owner, lease_expires_at,
 	last_error, last_status_code, failed_reason,
 	coalesce(lease_expires_at > now(), false) AS in_flight`
 

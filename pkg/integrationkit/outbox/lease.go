@@ -39,9 +39,10 @@ var ErrLeaseLost = errors.New("outbox: lease lost to another dispatcher")
 
 // Claim leases up to limit due events to owner for lease, in one statement. An event
 // is due when it is pending, its next attempt time has come, nobody holds a live lease
-// on it, and every earlier event of its aggregate is delivered: so an aggregate's
-// events go one at a time, in sequence, and a failed head holds back only its own
-// aggregate. Times come from the database's clock.
+// on it, and every earlier event of its aggregate is delivered or skipped (neither
+// pending nor failed): so an aggregate's events go one at a time, in sequence, a
+// failed head holds back only its own aggregate, and a head an operator skipped holds
+// back nothing. Times come from the database's clock.
 //
 // OFFSET 0 keeps the head test a correlated subplan, one index probe per candidate,
 // taken in due order until the batch is full. Without it PostgreSQL turns NOT EXISTS
@@ -213,16 +214,22 @@ func (s *Store) Release(ctx context.Context, db bun.IDB, recs ...Record) error {
 	return nil
 }
 
-// ErrorCircuitOpen is the last_error of an event deferred because its destination's
-// circuit is open; Hasten makes such events due again.
-const ErrorCircuitOpen = "circuit open: deferred without a request"
+// The last_error of an event deferred without a request; Hasten makes such events due
+// again when what deferred them is over.
+const (
+	// ErrorCircuitOpen: its destination's circuit is open.
+	ErrorCircuitOpen = "circuit open: deferred without a request"
+	// ErrorPaused: an operator paused its destination.
+	ErrorPaused = "destination paused: deferred without a request"
+)
 
-// Hasten makes every pending event to destination that was deferred by an open
-// circuit due now (the circuit has just closed), and returns how many.
-func (s *Store) Hasten(ctx context.Context, db bun.IDB, destination string) (int64, error) {
+// Hasten makes every pending event to destination that was deferred for the given
+// reason (ErrorCircuitOpen or ErrorPaused, as its last_error) due now, in db's
+// transaction, and returns how many.
+func (s *Store) Hasten(ctx context.Context, db bun.IDB, destination, deferredBy string) (int64, error) {
 	res, err := db.NewRaw(`UPDATE ? SET next_attempt_at = now()
 		WHERE delivery_status = 'pending' AND next_attempt_at > now() AND destination = ? AND last_error = ?`,
-		bun.Ident(s.table), destination, ErrorCircuitOpen).Exec(ctx)
+		bun.Ident(s.table), destination, deferredBy).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: hasten: %w", err)
 	}

@@ -204,14 +204,17 @@ func TestRetryMatchingIsBoundedAndLeavesOthersAlone(t *testing.T) {
 	conn := b.listen(t)
 	res, err := b.store.RetryMatching(b.ctx, b.db, outbox.Filter{Type: "type.a", Limit: 3})
 	require.NoError(t, err)
-	require.Equal(t, outbox.RetryResult{Retried: 3, More: true}, res)
+	require.Equal(t, 3, res.Count)
+	require.True(t, res.More)
+	require.Equal(t, []uuid.UUID{failedA[0], failedA[1], failedA[2]}, ids(res.Changed), "oldest first")
 	requireNotified(t, conn)
 	res, err = b.store.RetryMatching(b.ctx, b.db, outbox.Filter{Type: "type.a", Limit: 3})
 	require.NoError(t, err)
-	require.Equal(t, outbox.RetryResult{Retried: 2, More: false}, res)
+	require.Equal(t, 2, res.Count)
+	require.False(t, res.More)
 	res, err = b.store.RetryMatching(b.ctx, b.db, outbox.Filter{Type: "type.a"})
 	require.NoError(t, err)
-	require.Zero(t, res.Retried)
+	require.Zero(t, res.Count)
 
 	for _, id := range failedA {
 		d := b.detail(t, id)
@@ -225,7 +228,7 @@ func TestRetryMatchingIsBoundedAndLeavesOthersAlone(t *testing.T) {
 
 	res, err = b.store.RetryMatching(b.ctx, b.db, outbox.Filter{Status: outbox.StatusPending, Type: "type.a"})
 	require.NoError(t, err)
-	require.Equal(t, 1, res.Retried, "only the waiting event: due ones need nothing, leased ones are in flight")
+	require.Equal(t, 1, res.Count, "only the waiting event: due ones need nothing, leased ones are in flight")
 	require.Zero(t, b.detail(t, waiting).Attempts)
 	require.Equal(t, 3, b.detail(t, leased).Attempts)
 }
@@ -235,6 +238,7 @@ func TestRetryMatchingRefusesBadFilters(t *testing.T) {
 	b := setup(t)
 	for _, f := range []outbox.Filter{
 		{Status: outbox.StatusDelivered},
+		{Status: outbox.StatusSkipped},
 		{Status: "lost"},
 		{Limit: outbox.MaxRetryLimit + 1},
 		{After: &outbox.Cursor{}},

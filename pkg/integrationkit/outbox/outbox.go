@@ -1,17 +1,19 @@
 // Package outbox is the transactional outbox: a service writes an event in the same
 // transaction as its business change (Enqueue takes the caller's bun.IDB), and a
 // dispatcher later claims, leases and settles it. Operators inspect it (Stats, List,
-// Detail, Aggregate) and replay dead letters (Retry, RetryMatching) through the same
-// Store.
+// Detail, Aggregate), replay dead letters (Retry, RetryMatching), give them up (Skip,
+// SkipMatching), send a delivered event again (Resend) and move undelivered events to
+// another destination (Retarget) through the same Store.
 //
 // The table, named by the service (e.g. finance_outbox), must have the columns of
 // migrations/finance/000001_init.up.sql: id, event_type, payload, idempotency_key
 // (UNIQUE), destination, aggregate_key, aggregate_seq (UNIQUE with aggregate_key),
 // correlation_id, delivery_status, delivery_attempts, request_count, last_attempt_at,
 // next_attempt_at, delivered_at, created_at, lease_owner, lease_token,
-// lease_expires_at, last_error, last_status_code, failed_reason, page_owed; and a
-// table <name>_attempts with one row per request. The reference DDL is in package
-// outboxtest.
+// lease_expires_at, last_error, last_status_code, failed_reason, page_owed,
+// skipped_at; and a table <name>_attempts with one row per request. The reference DDL,
+// with the partial indexes the claim relies on, is in package outboxtest: the head
+// test (an earlier event pending or failed) probes the index of undelivered rows.
 package outbox
 
 import (
@@ -27,11 +29,15 @@ import (
 	"handoff/pkg/integrationkit/pgdb"
 )
 
-// Status values of delivery_status.
+// Status values of delivery_status. Pending and failed events are undelivered: they
+// hold back the later events of their aggregate. Delivered and skipped ones are done.
 const (
 	StatusPending   = "pending"
 	StatusDelivered = "delivered"
 	StatusFailed    = "failed"
+	// StatusSkipped is a dead letter an operator gave up (Skip): never sent again, and
+	// its aggregate's later events go on as if it had been delivered.
+	StatusSkipped = "skipped"
 )
 
 // ErrDuplicate means an event with the same idempotency key is already stored:

@@ -27,7 +27,7 @@ func newStatements(table string) statements {
 				SELECT 1 FROM ` + t + ` AS p
 				WHERE p.aggregate_key = o.aggregate_key
 				  AND p.aggregate_seq < o.aggregate_seq
-				  AND p.delivery_status <> 'delivered'
+				  AND p.delivery_status IN ('pending', 'failed')
 				OFFSET 0)
 			ORDER BY o.next_attempt_at
 			LIMIT $1

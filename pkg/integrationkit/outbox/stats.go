@@ -16,6 +16,8 @@ type Stats struct {
 	InFlight  int64
 	Delivered int64
 	Failed    int64
+	// Skipped counts the dead letters operators gave up.
+	Skipped int64
 	// OldestPendingAge is how long the oldest pending event has waited; 0 when none.
 	OldestPendingAge time.Duration
 	Now              time.Time
@@ -24,7 +26,8 @@ type Stats struct {
 // Stats counts the events by status and measures the oldest pending one's age, by the
 // database's clock, in one snapshot. Depth reads the undelivered rows; counting the
 // delivered ones costs what retention keeps of them (an index-only scan where the
-// table has a partial index on delivered rows, as finance_outbox does).
+// table has a partial index on delivered rows, as finance_outbox does), the skipped
+// ones an index-only scan of their partial index.
 func (s *Store) Stats(ctx context.Context, db bun.IDB) (Stats, error) {
 	var st Stats
 	err := db.RunInTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
@@ -40,7 +43,9 @@ func (s *Store) Stats(ctx context.Context, db bun.IDB) (Stats, error) {
 			err = tx.NewRaw(`SELECT
 					(SELECT count(*) FROM ? WHERE delivery_status = 'pending' AND lease_expires_at > now()),
 					(SELECT count(*) FROM ? WHERE delivery_status = 'delivered'),
-					now()`, bun.Ident(s.table), bun.Ident(s.table)).Scan(ctx, &st.InFlight, &st.Delivered, &st.Now)
+					(SELECT count(*) FROM ? WHERE delivery_status = 'skipped'),
+					now()`, bun.Ident(s.table), bun.Ident(s.table), bun.Ident(s.table)).
+				Scan(ctx, &st.InFlight, &st.Delivered, &st.Skipped, &st.Now)
 			if err != nil {
 				return fmt.Errorf("outbox: stats: %w", err)
 			}

@@ -27,7 +27,7 @@ CREATE TABLE kit_outbox (
     aggregate_key text NOT NULL,
     aggregate_seq bigint NOT NULL CHECK (aggregate_seq > 0),
     correlation_id text NOT NULL DEFAULT '',
-    delivery_status text NOT NULL DEFAULT 'pending' CHECK (delivery_status IN ('pending','delivered','failed')),
+    delivery_status text NOT NULL DEFAULT 'pending' CHECK (delivery_status IN ('pending','delivered','failed','skipped')),
     delivery_attempts int NOT NULL DEFAULT 0,
     request_count int NOT NULL DEFAULT 0,
     last_attempt_at timestamptz,
@@ -41,11 +41,13 @@ CREATE TABLE kit_outbox (
     last_status_code int,
     failed_reason text,
     page_owed text[],
+    skipped_at timestamptz,
     UNIQUE (aggregate_key, aggregate_seq)
 );
 CREATE INDEX kit_outbox_due_idx ON kit_outbox (next_attempt_at) WHERE delivery_status = 'pending';
 CREATE INDEX kit_outbox_page_owed_idx ON kit_outbox (id) WHERE page_owed IS NOT NULL;
 CREATE INDEX kit_outbox_open_idx ON kit_outbox (aggregate_key, aggregate_seq) WHERE delivery_status <> 'delivered';
+CREATE INDEX kit_outbox_skipped_idx ON kit_outbox (skipped_at) WHERE delivery_status = 'skipped';
 CREATE TABLE kit_outbox_attempts (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     outbox_id uuid NOT NULL REFERENCES kit_outbox (id) ON DELETE CASCADE,
