@@ -66,12 +66,11 @@ func (c *cli) run(t *testing.T, args ...string) (string, error) {
 // runEnv runs an outbox command with extra variables on top of the database's.
 func (c *cli) runEnv(t *testing.T, extra map[string]string, args ...string) (string, error) {
 	t.Helper()
-	env := func(k string) (string, bool) {
-		if v, ok := extra[k]; ok {
-			return v, true
-		}
-		return c.env(k)
+	var env []string
+	for k, v := range extra {
+		env = append(env, k+"="+v) // the first entry of a name wins
 	}
+	env = append(env, c.env...)
 	var out bytes.Buffer
 	err := run(c.ctx, append([]string{"outbox"}, args...), env, &out, io.Discard)
 	return out.String(), err

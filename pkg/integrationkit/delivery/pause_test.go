@@ -62,7 +62,7 @@ func setupPausing(t *testing.T) *pausing {
 			d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
 				Owner: fmt.Sprintf("replica-%d", i), Concurrency: 2, Batch: 2, Interval: time.Minute,
 				Backoff: backoff.Schedule{time.Hour}, MaxAttempts: 10,
-			}, delivery.Deps{Breaker: p.br, Observer: obs, Log: slog.New(slog.DiscardHandler)})
+			}, delivery.Deps{Breaker: p.br, Observer: obs, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
 			require.NoError(t, err)
 			wg.Go(func() { _ = d.Run(runCtx) })
 		}
