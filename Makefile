@@ -1,5 +1,5 @@
 # handoff — see README.md. `make help` lists the targets.
-MODULES := pkg/integrationkit migrations finance logistics e2e
+MODULES := pkg/integrationkit migrations docs/openapi finance logistics e2e
 
 .PHONY: help run test chaos demo bench bench-short lint build clean
 

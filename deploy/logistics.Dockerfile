@@ -11,6 +11,7 @@ WORKDIR /src
 COPY go.work go.work.sum ./
 COPY pkg/integrationkit/go.mod pkg/integrationkit/go.sum pkg/integrationkit/
 COPY migrations/go.mod migrations/
+COPY docs/openapi/go.mod docs/openapi/
 COPY finance/go.mod finance/go.sum finance/
 COPY logistics/go.mod logistics/go.sum logistics/
 COPY e2e/go.mod e2e/go.sum e2e/

@@ -10,6 +10,7 @@ require (
 	github.com/uptrace/bun v1.3.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.25.0
+	handoff/docs/openapi v0.0.0
 	handoff/migrations v0.0.0
 	handoff/pkg/integrationkit v0.0.0
 )
@@ -51,6 +52,7 @@ require (
 )
 
 replace (
+	handoff/docs/openapi => ../docs/openapi
 	handoff/migrations => ../migrations
 	handoff/pkg/integrationkit => ../pkg/integrationkit
 )

@@ -26,7 +26,8 @@ func (r Response) JSON(t testing.TB, v any) {
 }
 
 // Call sends one request with a bearer token (if any), a JSON body (if not nil, or raw
-// when []byte) and extra header pairs, failing the test on a transport error.
+// when []byte) and extra header pairs, failing the test on a transport error. Like Do,
+// it holds the exchange to the service's OpenAPI document.
 func Call(t testing.TB, method, url, token string, body any, headers ...string) Response {
 	t.Helper()
 	r, err := Do(method, url, token, body, headers...)
@@ -37,12 +38,15 @@ func Call(t testing.TB, method, url, token string, body any, headers ...string) 
 }
 
 // Do is Call for any goroutine: each request goes on a fresh connection, so
-// concurrent calls are truly concurrent.
+// concurrent calls are truly concurrent. An exchange with a service a test started
+// (NewService) is held to that service's OpenAPI document, and a mismatch fails that
+// test (see contract).
 func Do(method, url, token string, body any, headers ...string) (Response, error) {
 	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, ok := body.([]byte)
-		if !ok {
+		var ok bool
+		if b, ok = body.([]byte); !ok {
 			var err error
 			if b, err = json.Marshal(body); err != nil {
 				return Response{}, err
@@ -73,5 +77,7 @@ func Do(method, url, token string, body any, headers ...string) (Response, error
 	if err != nil {
 		return Response{}, err
 	}
-	return Response{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
+	r := Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	checkExchange(req, b, r)
+	return r, nil
 }

@@ -186,7 +186,8 @@ type Service struct {
 }
 
 // NewService prepares a process of the binary at path on a free port; the test's
-// failure prints its log.
+// failure prints its log. Until the test ends, Call and Do hold every exchange with it
+// to its binary's OpenAPI document.
 func NewService(t testing.TB, path string, env map[string]string) *Service {
 	t.Helper()
 	addr, err := FreeAddr()
@@ -200,6 +201,7 @@ func NewService(t testing.TB, path string, env map[string]string) *Service {
 			t.Logf("---- %s log ----\n%s", s.name, s.Log())
 		}
 	})
+	watchService(t, s)
 	return s
 }
 

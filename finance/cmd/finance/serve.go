@@ -7,12 +7,16 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
 	"golang.org/x/sync/errgroup"
 
+	"handoff/docs/openapi"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/invoiceapi"
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/apidoc"
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
@@ -55,33 +59,17 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 		}
 	}
 
-	e := httpserver.New(log)
-	cfg.TrustedProxies.Apply(e)
-	httpserver.Health(e, func(ctx context.Context) error { return pgdb.CheckCurrent(ctx, db, migrations.Finance()) })
-	svc, err := invoice.NewService(db, invoice.Config{Destination: cfg.WebhookURL})
-	if err != nil {
-		return fmt.Errorf("invalid LOGISTICS_WEBHOOK_URL: %w", err)
-	}
-	idem, err := idempotency.New(db, idempotency.Config{Logger: log})
-	if err != nil {
-		return err
-	}
-	invoiceapi.Register(e.Group(""), svc, cfg.Tokens, idem)
 	guard := newGuard(cfg)
 	warnRefused(guard, cfg, log)
-	opsSvc, closeOps, err := newOps(db, cfg, guard, log)
-	if err != nil {
-		return err
-	}
-	defer closeOps()
-	if err := registerOps(e, db, opsSvc, cfg, log); err != nil {
-		return err
-	}
 	oc, err := newOncall(db, cfg, guard, log)
 	if err != nil {
 		return err
 	}
-	metrics.Register(e, oc.Metrics)
+	e, closeOps, err := newServer(db, cfg, guard, oc.Metrics, log)
+	if err != nil {
+		return err
+	}
+	defer closeOps()
 	var d *delivery.Dispatcher
 	if cfg.DispatchOn {
 		dispatchDB, err := pgdb.Open(ctx, cfg.DatabaseURL, dispatchDBConns)
@@ -108,6 +96,39 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	err = g.Wait()
 	log.Info("finance stopped", "err", err)
 	return err
+}
+
+// newServer wires every route of finance: /healthz and /readyz, the clerks' API, the
+// ops API and the dashboard, /metrics of reg, and the OpenAPI document that lists them
+// all. closeOps releases the ops service's logistics client, which calls through guard.
+func newServer(db *bun.DB, cfg config, guard *egress.Dialer, reg *prometheus.Registry, log *slog.Logger) (
+	e *echo.Echo, closeOps func(), err error) {
+	e = httpserver.New(log)
+	cfg.TrustedProxies.Apply(e)
+	httpserver.Health(e, func(ctx context.Context) error { return pgdb.CheckCurrent(ctx, db, migrations.Finance()) })
+	svc, err := invoice.NewService(db, invoice.Config{Destination: cfg.WebhookURL})
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid LOGISTICS_WEBHOOK_URL: %w", err)
+	}
+	idem, err := idempotency.New(db, idempotency.Config{Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	invoiceapi.Register(e.Group(""), svc, cfg.Tokens, idem)
+	opsSvc, closeOps, err := newOps(db, cfg, guard, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := registerOps(e, db, opsSvc, cfg, log); err != nil {
+		closeOps()
+		return nil, nil, err
+	}
+	metrics.Register(e, reg)
+	if err := apidoc.Register(e, openapi.Finance()); err != nil {
+		closeOps()
+		return nil, nil, err
+	}
+	return e, closeOps, nil
 }
 
 // checkPools refuses a configuration whose pools (DB_MAX_CONNS, and the dispatcher's

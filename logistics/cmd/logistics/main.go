@@ -16,7 +16,9 @@ import (
 	"github.com/uptrace/bun"
 	"golang.org/x/sync/errgroup"
 
+	"handoff/docs/openapi"
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/apidoc"
 	"handoff/pkg/integrationkit/buildinfo"
 	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/httpserver"
@@ -153,7 +155,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return g.Wait()
 }
 
-// newServer wires the routes of the service.
+// newServer wires every route of the service, and the OpenAPI document that lists them.
 func newServer(db *bun.DB, cfg Config, log *slog.Logger) (*echo.Echo, error) {
 	e := httpserver.New(log)
 	httpserver.Health(e, func(ctx context.Context) error {
@@ -174,6 +176,9 @@ func newServer(db *bun.DB, cfg Config, log *slog.Logger) (*echo.Echo, error) {
 	wh.Register(e)
 	warehouseapi.New(shipments, cfg.Tokens).Register(e)
 	opsapi.New(processed.NewStore(db), shipments, cfg.Tokens).Register(e)
+	if err := apidoc.Register(e, openapi.Logistics()); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 

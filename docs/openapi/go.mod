@@ -1,0 +1,3 @@
+module handoff/docs/openapi
+
+go 1.26.8

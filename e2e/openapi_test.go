@@ -1,0 +1,88 @@
+package e2e_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/stretchr/testify/require"
+
+	"handoff/docs/openapi"
+	"handoff/e2e/harness"
+)
+
+// Each binary serves its document at GET /openapi.json: the YAML of docs/openapi as
+// JSON, a valid OpenAPI 3.1 document. (Every other test holds its exchanges to these
+// documents through the harness; the services' own tests check that the documents
+// list every route.)
+func TestOpenAPIDocumentsAreServed(t *testing.T) {
+	t.Parallel()
+	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
+	for _, svc := range []struct {
+		url string
+		doc []byte
+	}{{env.Finance.URL, openapi.Finance()}, {env.Logistics.URL, openapi.Logistics()}} {
+		r := harness.Call(t, http.MethodGet, svc.url+"/openapi.json", "", nil)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+		served, err := openapi3.NewLoader().LoadFromData(r.Body)
+		require.NoError(t, err)
+		require.NoError(t, served.Validate(context.Background()))
+		require.True(t, served.IsOpenAPI31OrLater())
+		want, err := openapi3.NewLoader().LoadFromData(svc.doc)
+		require.NoError(t, err)
+		wantJSON, err := want.MarshalJSON()
+		require.NoError(t, err)
+		servedJSON, err := served.MarshalJSON()
+		require.NoError(t, err)
+		require.JSONEq(t, string(wantJSON), string(servedJSON), "%s serves docs/openapi", svc.url)
+	}
+}
+
+// What finance delivers is what the `webhooks` of its document describe: an invoice
+// issued, paid and refunded reaches a destination as three requests, each with the
+// documented headers and an envelope of its event's schema.
+func TestOpenAPIWebhooksDescribeWhatFinanceSends(t *testing.T) {
+	t.Parallel()
+	type delivery struct {
+		typ string
+		err error
+	}
+	got := make(chan delivery, 8)
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			err = harness.CheckDelivery(r, body)
+		}
+		var ev struct {
+			Type string `json:"type"`
+		}
+		_ = jsonUnmarshal(body, &ev)
+		got <- delivery{typ: ev.Type, err: err}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(dest.Close)
+	env := harness.New(t, harness.Options{LogisticsURL: dest.URL + "/webhooks/finance"})
+
+	inv := issue(t, env, "cust-openapi")
+	require.Equal(t, http.StatusCreated, pay(t, env, inv, "pay-openapi").Status)
+	r := harness.Call(t, http.MethodPost, env.Finance.URL+"/v1/invoices/"+inv.ID+"/refunds", harness.ClerkToken,
+		map[string]any{"refund_id": "ref-openapi", "reason": "damaged"})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+
+	var types []string
+	for range 3 {
+		select {
+		case d := <-got:
+			require.NoError(t, d.err, d.typ)
+			types = append(types, d.typ)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("only %v delivered", types)
+		}
+	}
+	require.Equal(t, []string{"invoice.issued", "invoice.paid", "invoice.refunded"}, types)
+}
