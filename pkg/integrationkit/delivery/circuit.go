@@ -13,7 +13,8 @@ import (
 
 // admit asks the circuit of the records' destination whether they may be sent. When
 // they may not, they are deferred until the circuit can admit again: no request, no
-// attempt spent. All records share one destination.
+// attempt spent, and each keeps the last error of its last request, so on-call sees
+// the cause and not the circuit. All records share one destination.
 func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.Permit, bool) {
 	if d.breaker == nil {
 		return breaker.Permit{Allowed: true}, true
@@ -34,10 +35,10 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 	items := make([]outbox.Settlement, len(recs))
 	for i, rec := range recs {
 		items[i] = outbox.Settlement{Record: rec, Outcome: outbox.Outcome{
-			Status:  outbox.StatusPending,
-			RetryIn: p.Wait + d.spread(),
-			Error:   outbox.ErrorCircuitOpen,
-			Label:   "circuit_open",
+			Status:   outbox.StatusPending,
+			RetryIn:  p.Wait + d.spread(),
+			Deferred: true,
+			Label:    "circuit_open",
 		}}
 	}
 	d.settle(ctx, items)

@@ -42,6 +42,9 @@ type StoredEvent struct {
 	LastError      string     `bun:"last_error"`
 	LastStatusCode int        `bun:"last_status_code"`
 	FailedReason   string     `bun:"failed_reason"`
+	// DeferredAt is when the destination's open circuit last deferred the event
+	// without a request; nil once any other outcome settled it.
+	DeferredAt *time.Time `bun:"deferred_at"`
 	// InFlight is true while a dispatcher holds a live lease on the event.
 	InFlight bool `bun:"in_flight"`
 }
@@ -59,7 +62,7 @@ func (e StoredEvent) LastFailure() string {
 const eventColumns = `id, event_type, payload, idempotency_key, destination, aggregate_key,
 	aggregate_seq, correlation_id, delivery_status, delivery_attempts, request_count,
 	last_attempt_at, next_attempt_at, delivered_at, created_at, lease_owner, lease_expires_at,
-	last_error, last_status_code, failed_reason,
+	last_error, last_status_code, failed_reason, deferred_at,
 	coalesce(lease_expires_at > now(), false) AS in_flight`
 
 // Attempt is one request sent for an event.

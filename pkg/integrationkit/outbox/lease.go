@@ -86,7 +86,12 @@ type Outcome struct {
 	FailedReason string
 	// Sent reports that a request went out (an attempt row is written). A deferral
 	// without a request writes no attempt row.
-	Sent       bool
+	Sent bool
+	// Deferred marks a deferral by the destination's open circuit: no request went
+	// out, the event keeps its last error (the real one, from its last request) and
+	// deferred_at records the deferral, which Hasten looks for when the circuit
+	// closes. Any other outcome clears deferred_at.
+	Deferred   bool
 	StartedAt  time.Time
 	Duration   time.Duration
 	StatusCode int
@@ -132,7 +137,7 @@ func (s *Store) SettleMany(ctx context.Context, db bun.IDB, items []Settlement) 
 	c := newColumns(items)
 	rows, err := pgdb.Prepared(db).Query(ctx, s.sql.settle, c.ids, c.tokens, c.status, c.counted,
 		c.sent, c.retrySecs, c.code, c.errs, c.failedReason, c.errClass, c.started, c.durationMS,
-		c.snippet, c.label, c.page)
+		c.snippet, c.label, c.page, c.deferred)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: settle %d events: %w", len(items), err)
 	}
@@ -158,7 +163,7 @@ func (s *Store) SettleMany(ctx context.Context, db bun.IDB, items []Settlement) 
 // columns is a batch of settlements turned into one array per column.
 type columns struct {
 	ids, tokens, status, errs, failedReason, errClass, snippet, label, page []string
-	counted, sent, code, durationMS                                         []int64
+	counted, sent, deferred, code, durationMS                               []int64
 	retrySecs, started                                                      []float64
 }
 
@@ -171,6 +176,7 @@ func newColumns(items []Settlement) columns {
 		c.status = append(c.status, o.Status)
 		c.counted = append(c.counted, b2i(o.Counted))
 		c.sent = append(c.sent, b2i(o.Sent))
+		c.deferred = append(c.deferred, b2i(o.Deferred))
 		c.retrySecs = append(c.retrySecs, o.RetryIn.Seconds())
 		c.code = append(c.code, int64(o.StatusCode))
 		c.errs = append(c.errs, o.Error)
@@ -213,16 +219,14 @@ func (s *Store) Release(ctx context.Context, db bun.IDB, recs ...Record) error {
 	return nil
 }
 
-// ErrorCircuitOpen is the last_error of an event deferred because its destination's
-// circuit is open; Hasten makes such events due again.
-const ErrorCircuitOpen = "circuit open: deferred without a request"
-
 // Hasten makes every pending event to destination that was deferred by an open
-// circuit due now (the circuit has just closed), and returns how many.
+// circuit (Outcome.Deferred, so deferred_at is set) due now, the circuit having just
+// closed, and returns how many. Events waiting out a backoff stay as they are.
 func (s *Store) Hasten(ctx context.Context, db bun.IDB, destination string) (int64, error) {
 	res, err := db.NewRaw(`UPDATE ? SET next_attempt_at = now()
-		WHERE delivery_status = 'pending' AND next_attempt_at > now() AND destination = ? AND last_error = ?`,
-		bun.Ident(s.table), destination, ErrorCircuitOpen).Exec(ctx)
+		WHERE delivery_status = 'pending' AND next_attempt_at > now() AND destination = ?
+		  AND deferred_at IS NOT NULL`,
+		bun.Ident(s.table), destination).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: hasten: %w", err)
 	}

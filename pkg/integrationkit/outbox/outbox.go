@@ -9,9 +9,9 @@
 // (UNIQUE), destination, aggregate_key, aggregate_seq (UNIQUE with aggregate_key),
 // correlation_id, delivery_status, delivery_attempts, request_count, last_attempt_at,
 // next_attempt_at, delivered_at, created_at, lease_owner, lease_token,
-// lease_expires_at, last_error, last_status_code, failed_reason, page_owed; and a
-// table <name>_attempts with one row per request. The reference DDL is in package
-// outboxtest.
+// lease_expires_at, last_error, last_status_code, failed_reason, page_owed,
+// deferred_at; and a table <name>_attempts with one row per request. The reference DDL
+// is in package outboxtest.
 package outbox
 
 import (

@@ -41,6 +41,7 @@ CREATE TABLE kit_outbox (
     last_status_code int,
     failed_reason text,
     page_owed text[],
+    deferred_at timestamptz,
     UNIQUE (aggregate_key, aggregate_seq)
 );
 CREATE INDEX kit_outbox_due_idx ON kit_outbox (next_attempt_at) WHERE delivery_status = 'pending';

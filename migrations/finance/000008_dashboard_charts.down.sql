@@ -1,0 +1,3 @@
+UPDATE finance_outbox SET last_error = 'circuit open: deferred without a request'
+    WHERE delivery_status = 'pending' AND deferred_at IS NOT NULL;
+ALTER TABLE finance_outbox DROP COLUMN deferred_at;
