@@ -1,3 +1,5 @@
+DROP INDEX finance_outbox_attempts_started_idx;
+DROP TABLE finance_outbox_minutes;
 UPDATE finance_outbox SET last_error = 'circuit open: deferred without a request'
     WHERE delivery_status = 'pending' AND deferred_at IS NOT NULL;
 ALTER TABLE finance_outbox DROP COLUMN deferred_at;
