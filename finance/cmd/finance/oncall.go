@@ -114,7 +114,8 @@ func newPager(db *bun.DB, c oncallConfig, guard *egress.Dialer, log *slog.Logger
 	}
 	return pager.New(db, pager.Config{
 		Table: "finance_alerts", Service: "finance", AggregateLabel: "invoice",
-		DashboardURL: c.DashboardURL, Gather: c.AlertGather, Repeat: c.AlertRepeat,
+		DashboardURL: c.DashboardURL, Links: pageLinks, Runbooks: runbooks,
+		Gather: c.AlertGather, Repeat: c.AlertRepeat,
 	}, pager.Deps{Log: log, Sender: sender, Debtors: debtors})
 }
 
