@@ -178,7 +178,7 @@ func TestDashboardRetryDeliversADeadLetter(t *testing.T) {
 	got, err := textOf(ctx, row)
 	require.NoError(t, err, "the failed event is listed on the overview")
 	require.Contains(t, got, "HTTP 400")
-	require.Contains(t, got, inv.ID)
+	require.Contains(t, got, inv.Number, "the invoice by its number")
 
 	require.NoError(t, do(ctx, chromedp.Click(chromedp.CSS(row+" form.retry button"))), "click Retry")
 	notice, err := textOf(ctx, "#notice")

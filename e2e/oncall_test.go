@@ -33,6 +33,8 @@ type slackStandIn struct {
 
 	mu    sync.Mutex
 	texts []string
+	// blocks are the Block Kit layouts of the messages, by index of texts.
+	blocks []string
 }
 
 func newSlackStandIn(t *testing.T, mode string) *slackStandIn {
@@ -51,11 +53,15 @@ func newSlackStandIn(t *testing.T, mode string) *slackStandIn {
 			http.Error(w, "internal_error", http.StatusInternalServerError)
 			return
 		}
-		var msg struct{ Text string }
+		var msg struct {
+			Text   string
+			Blocks json.RawMessage
+		}
 		body, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(body, &msg)
 		s.mu.Lock()
 		s.texts = append(s.texts, msg.Text)
+		s.blocks = append(s.blocks, string(msg.Blocks))
 		s.mu.Unlock()
 		_, _ = io.WriteString(w, "ok")
 	}))
@@ -72,6 +78,19 @@ func (s *slackStandIn) messages(substr string) []string {
 	for _, m := range s.texts {
 		if strings.Contains(m, substr) {
 			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// blocksOf returns the Block Kit layouts of the messages whose text contains substr.
+func (s *slackStandIn) blocksOf(substr string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for i, m := range s.texts {
+		if strings.Contains(m, substr) {
+			out = append(out, s.blocks[i])
 		}
 	}
 	return out
@@ -162,6 +181,35 @@ func TestDeadLetterBurstPagesSlackWithCounts(t *testing.T) {
 	require.LessOrEqual(t, len(msgs), 10)
 	require.Regexp(t, `e\.g\. event [0-9a-f-]{36}, invoice [0-9a-f-]{36}, last error: rejected_by_receiver: HTTP 422`, msgs[0])
 	require.Contains(t, msgs[0], "Dashboard: http://"+env.Finance.Addr+"/ops/")
+}
+
+// A dead letter's page is Block Kit with the plain text as fallback: it links to the
+// event's dashboard page, its invoice's trace and the failed events, all under
+// DASHBOARD_URL, and names the runbook section.
+func TestDeadLetterPageLinksToItsEvent(t *testing.T) {
+	t.Parallel()
+	slack := newSlackStandIn(t, "ok")
+	gate, _ := rejecting(t)
+	env := harness.New(t, harness.Options{LogisticsURL: gate.URL + "/webhooks/finance", FinanceEnv: map[string]string{
+		"SLACK_WEBHOOK_URL": slack.URL, "ALERT_GATHER": "100ms"}})
+	inv := issue(t, env, "bad-linked")
+	require.Eventually(t, func() bool {
+		return len(slack.blocksOf("events dead-lettered")) == 1
+	}, 20*time.Second, 50*time.Millisecond, "pages: %q", slack.messages(""))
+	event := query[string](t, env.FinanceDB, `SELECT id::text FROM finance_outbox WHERE delivery_status = 'failed'`)
+	dashboard := "http://" + env.Finance.Addr + "/ops/"
+	var blocks []struct {
+		Type string
+		Text struct{ Text string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(slack.blocksOf("events dead-lettered")[0]), &blocks))
+	require.Len(t, blocks, 3)
+	require.Equal(t, slack.messages("events dead-lettered")[0], blocks[0].Text.Text, "the text is the first section")
+	require.Contains(t, blocks[1].Text.Text, "<"+dashboard+"events/"+event+"|Event>")
+	require.Contains(t, blocks[1].Text.Text, "<"+dashboard+"invoices/"+inv.ID+"|Invoice trace>")
+	require.Contains(t, blocks[1].Text.Text, "<"+dashboard+"events?status=failed|All failed events>")
+	require.Equal(t, "context", blocks[2].Type)
+	require.Contains(t, slack.messages("events dead-lettered")[0], "Runbook: docs/operations.md § 6 Runbook › Event dead-lettered")
 }
 
 // Slack answering 500, or not answering at all, does not slow the delivery of other

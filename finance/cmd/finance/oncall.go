@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
 
+	"handoff/finance/internal/insight"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsops"
 	"handoff/finance/internal/reconcile"
@@ -33,7 +34,7 @@ type runnerFunc func(ctx context.Context) error
 func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }
 
 // oncall is what finance runs for its operators beside the API and the dispatcher:
-// the pager, the metrics, retention and reconciliation.
+// the pager, the metrics, retention, reconciliation and the dashboard's chart rollup.
 type oncall struct {
 	// Observer hears the dispatcher: the pager and the delivery metrics.
 	Observer delivery.Observer
@@ -76,7 +77,11 @@ func newOncall(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	o.Runners = append(o.Runners, pending, ret)
+	roll, err := newChartRollup(db, log)
+	if err != nil {
+		return nil, err
+	}
+	o.Runners = append(o.Runners, pending, ret, roll)
 	if cfg.Oncall.Reconcile.OpsToken == "" {
 		log.Warn("LOGISTICS_OPS_TOKEN is not set: scheduled reconciliation with logistics is off")
 		return o, nil
@@ -109,7 +114,8 @@ func newPager(db *bun.DB, c oncallConfig, guard *egress.Dialer, log *slog.Logger
 	}
 	return pager.New(db, pager.Config{
 		Table: "finance_alerts", Service: "finance", AggregateLabel: "invoice",
-		DashboardURL: c.DashboardURL, Gather: c.AlertGather, Repeat: c.AlertRepeat,
+		DashboardURL: c.DashboardURL, Links: pageLinks, Runbooks: runbooks,
+		Gather: c.AlertGather, Repeat: c.AlertRepeat,
 	}, pager.Deps{Log: log, Sender: sender, Debtors: debtors})
 }
 
@@ -131,4 +137,17 @@ func newReconciler(db *bun.DB, c reconcileConfig, guard *egress.Dialer, notifier
 // and at most twice a minute.
 func pendingCheckEvery(threshold time.Duration) time.Duration {
 	return min(max(threshold/4, time.Second), 30*time.Second).Truncate(time.Second)
+}
+
+// newChartRollup keeps the dashboard's per-minute rollup current (insight.Store.Roll).
+func newChartRollup(db *bun.DB, log *slog.Logger) (runner, error) {
+	store, err := insight.New(db)
+	if err != nil {
+		return nil, err
+	}
+	return schedule.New(insight.RollEvery, func(ctx context.Context) {
+		if err := store.Roll(ctx); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "chart rollup failed", "err", err)
+		}
+	}, log)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/uptrace/bun"
 
+	"handoff/finance/internal/insight"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsops"
 	"handoff/finance/internal/ops"
@@ -60,8 +61,12 @@ func registerOps(e *echo.Echo, db *bun.DB, svc *ops.Service, cfg config, log *sl
 	if err != nil {
 		return err
 	}
-	dash, err := opsweb.New(opsweb.Config{Service: svc, Tokens: cfg.Tokens, SignIns: signIns,
-		URL: cfg.Oncall.DashboardURL, Log: log})
+	ins, err := insight.New(db)
+	if err != nil {
+		return err
+	}
+	dash, err := opsweb.New(opsweb.Config{Service: svc, Insight: ins, PendingAge: cfg.Oncall.PendingAge,
+		Tokens: cfg.Tokens, SignIns: signIns, URL: cfg.Oncall.DashboardURL, Log: log})
 	if err != nil {
 		return err
 	}

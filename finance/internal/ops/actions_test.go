@@ -343,8 +343,8 @@ func TestPauseIsHonouredAndResumeHastens(t *testing.T) {
 	require.NotNil(t, ov.Circuits[0].PausedAt)
 
 	a.paid(t)
-	_, err = a.db.NewRaw(`UPDATE finance_outbox SET last_error = ?, next_attempt_at = now() + interval '1 hour'
-		WHERE aggregate_seq = 1`, outbox.ErrorPaused).Exec(a.ctx)
+	_, err = a.db.NewRaw(`UPDATE finance_outbox SET deferred_by = ?, deferred_at = now(),
+		next_attempt_at = now() + interval '1 hour' WHERE aggregate_seq = 1`, outbox.DeferredByPause).Exec(a.ctx)
 	require.NoError(t, err)
 	require.Empty(t, a.claim(t))
 	n, err := a.svc.Resume(a.ctx, oldDest, ops.Action{Actor: "cli:alice", Reason: "logistics is back"})

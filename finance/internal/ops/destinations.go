@@ -71,7 +71,7 @@ func (s *Service) Resume(ctx context.Context, dest string, act Action) (int, err
 		if err != nil {
 			return audit.Entry{}, nil, err
 		}
-		n, err := s.cfg.Outbox.Hasten(ctx, tx, dest, outbox.ErrorPaused)
+		n, err := s.cfg.Outbox.Hasten(ctx, tx, dest, outbox.DeferredByPause)
 		if err != nil {
 			return audit.Entry{}, nil, err
 		}

@@ -1,8 +1,13 @@
 // Package opsweb is finance's operations dashboard, served at /ops/: server-rendered
 // html/template pages (every value escaped), one embedded stylesheet, no scripts. It
-// shows the outbox at a glance (counts, the oldest pending event, circuits, the latest
-// reconciliation), the failed events with their last error and a Retry button, one
-// event with every attempt, and the trace of an invoice across both services.
+// shows the outbox at a glance (counts, charts of the last hour or day drawn as inline
+// SVG, the alerts paged, circuits, the latest reconciliation), the failed events with
+// their last error and a Retry button, one event with every attempt, and the trace of
+// an invoice across both services. Rows name invoices by number, say which failed
+// event holds a pending one back (and then offer no Retry), and give times relative
+// to now with the absolute time on hover. A page reloads itself every 30 s only when
+// its query asks (refresh=30, a meta refresh). Tables become stacks of cards at phone
+// width.
 //
 // A person signs in with an ops token on /ops/login and gets a session cookie that is
 // HttpOnly, SameSite=Strict and holds an HMAC sealed with the token, never the token
@@ -24,19 +29,21 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"handoff/finance/internal/insight"
 	"handoff/finance/internal/ops"
 	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/auth"
 )
 
-// Paths of the dashboard; other components (the pager) link to its pages with EventPath
-// and TracePath.
+// Paths of the dashboard; other components (the pager) link to its pages with
+// EventPath, TracePath and EventsPath.
 const (
 	BasePath  = "/ops/"
 	LoginPath = "/ops/login"
@@ -50,6 +57,10 @@ const maxFormBytes = "16K"
 
 // DefaultSessionTTL is how long a sign-in lasts.
 const DefaultSessionTTL = 8 * time.Hour
+
+// EventsPath is the dashboard's list of the events matching query (status, type,
+// invoice), e.g. url.Values{"status": {"failed"}}.
+func EventsPath(query url.Values) string { return BasePath + "events?" + query.Encode() }
 
 // EventPath is the dashboard page of one outbox event.
 func EventPath(id uuid.UUID) string { return BasePath + "events/" + id.String() }
@@ -66,10 +77,16 @@ var stylesheet []byte
 // pages are the templates, each rendered inside layout.html.
 var pages = []string{"login", "overview", "events", "event", "trace", "error"}
 
-// Config holds the dashboard's dependencies; Service, Tokens and SignIns are required.
+// Config holds the dashboard's dependencies; Service, Insight, Tokens and SignIns are
+// required.
 type Config struct {
 	Service *ops.Service
-	Tokens  auth.Tokens
+	// Insight reads the charts, the failed events holding others back, invoice
+	// numbers and the alerts.
+	Insight *insight.Store
+	// PendingAge is ALERT_PENDING_AGE, drawn on the oldest-pending chart.
+	PendingAge time.Duration
+	Tokens     auth.Tokens
 	// SignIns holds the sessions and throttles sign-in, shared by every replica.
 	SignIns *signin.Store
 	// URL is where browsers reach the dashboard (DASHBOARD_URL): only requests for its
@@ -91,8 +108,8 @@ type Dashboard struct {
 
 // New parses the templates and returns the dashboard of cfg.
 func New(cfg Config) (*Dashboard, error) {
-	if cfg.Service == nil {
-		return nil, errors.New("opsweb: Service is required")
+	if cfg.Service == nil || cfg.Insight == nil {
+		return nil, errors.New("opsweb: Service and Insight are required")
 	}
 	if cfg.SignIns == nil {
 		return nil, errors.New("opsweb: SignIns is required")
@@ -147,13 +164,32 @@ type view struct {
 	Principal string
 	CSRF      string
 	Notice    string
-	Data      any
+	// Refresh is the auto-refresh period in seconds (a meta refresh); 0 is off.
+	// RefreshURL is this page with auto-refresh toggled.
+	Refresh    int
+	RefreshURL string
+	Data       any
 }
 
+// refreshEvery is the auto-refresh period the toggle turns on.
+const refreshEvery = 30
+
 // render executes the page into a buffer first, so a template error never sends half
-// a page.
+// a page. A GET page whose query asks for auto-refresh (refresh=30) reloads itself
+// with a meta refresh, which the Content-Security-Policy allows and which needs no
+// script.
 func (d *Dashboard) render(c echo.Context, status int, name string, v view) error {
 	v.Principal, v.CSRF = principal(c), csrf(c)
+	if c.Request().Method == http.MethodGet && status == http.StatusOK {
+		q := c.Request().URL.Query()
+		if q.Get("refresh") == strconv.Itoa(refreshEvery) {
+			v.Refresh = refreshEvery
+			q.Del("refresh")
+		} else {
+			q.Set("refresh", strconv.Itoa(refreshEvery))
+		}
+		v.RefreshURL = (&url.URL{Path: c.Request().URL.Path, RawQuery: q.Encode()}).String()
+	}
 	var buf bytes.Buffer
 	if err := d.pages[name].ExecuteTemplate(&buf, "layout", v); err != nil {
 		return fmt.Errorf("opsweb: render %s: %w", name, err)

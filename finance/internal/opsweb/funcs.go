@@ -3,7 +3,9 @@ package opsweb
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"html/template"
+	"net/url"
 	"time"
 
 	"handoff/finance/internal/logisticsops"
@@ -15,12 +17,43 @@ import (
 var funcs = template.FuncMap{
 	"ts":        timestamp,
 	"tsp":       timestampPtr,
+	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"ago":       func(t time.Time) string { return relative(t, time.Now()) },
 	"age":       func(d time.Duration) string { return d.Round(time.Second).String() },
 	"ms":        func(d time.Duration) int64 { return d.Milliseconds() },
 	"pretty":    prettyJSON,
 	"eventPath": EventPath,
 	"tracePath": TracePath,
-	"retryable": func(ev outbox.StoredEvent) bool { return ev.Status != outbox.StatusDelivered && !ev.InFlight },
+	"eventsFor": func(key string) string { return EventsPath(url.Values{"invoice": {key}}) },
+}
+
+// relative says how far t is from now for a person: "just now", "3 min ago", "in
+// 20 s". Shown with the absolute time beside it (the time template's title), so the
+// few seconds between this server's clock and the database's do not mislead.
+func relative(t, now time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	d := now.Sub(t)
+	past := d >= 0
+	d = d.Abs()
+	var s string
+	switch {
+	case d < 5*time.Second:
+		return "just now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%d s", int(d/time.Second))
+	case d < time.Hour:
+		s = fmt.Sprintf("%d min", int(d/time.Minute))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%d h", int(d/time.Hour))
+	default:
+		s = fmt.Sprintf("%d days", int(d/(24*time.Hour)))
+	}
+	if past {
+		return s + " ago"
+	}
+	return "in " + s
 }
 
 func timestamp(t time.Time) string {
@@ -54,16 +87,31 @@ type traceView struct {
 
 type traceRow struct {
 	outbox.EventDetail
-	// Processed is logistics' record of the event's key; nil when it has none.
+	// Processed is logistics' record of the event's key; nil when it has none, or
+	// when logistics could not be asked (Trace.Logistics is nil).
 	Processed *logisticsops.ProcessedEvent
+	// WaitingFor is the failed earlier event holding this pending one back.
+	WaitingFor *outbox.StoredEvent
+}
+
+// CanRetry reports whether a Retry would do something now (see eventRow.CanRetry).
+func (r traceRow) CanRetry() bool {
+	return r.Status != outbox.StatusDelivered && !r.InFlight && r.WaitingFor == nil
 }
 
 func newTraceView(t ops.Trace) traceView {
 	v := traceView{Trace: t, Rows: make([]traceRow, len(t.Events))}
+	var head *outbox.StoredEvent // the invoice's first failed event
 	for i, ev := range t.Events {
 		v.Rows[i] = traceRow{EventDetail: ev}
 		if p, ok := t.Processed(ev.IdempotencyKey); ok {
 			v.Rows[i].Processed = &p
+		}
+		if ev.Status == outbox.StatusPending {
+			v.Rows[i].WaitingFor = head
+		}
+		if ev.Status == outbox.StatusFailed && head == nil {
+			head = &t.Events[i].StoredEvent
 		}
 	}
 	return v

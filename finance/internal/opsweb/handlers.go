@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"handoff/finance/internal/insight"
 	"handoff/finance/internal/ops"
 	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/auth"
@@ -25,13 +26,30 @@ type loginPage struct {
 
 type overviewPage struct {
 	ops.Overview
-	Failed outbox.EventPage
+	Failed []eventRow
+	// MoreFailed reports that more failed events exist than are listed.
+	MoreFailed bool
+	// Window is the charts' window; Windows link to each window.
+	Window  insight.Window
+	Windows []windowLink
+	Charts  []chartView
+	Alerts  []alertRow
+}
+
+type windowLink struct {
+	Label, URL string
+	Current    bool
 }
 
 type eventsPage struct {
 	Status, Type, Invoice string
-	Page                  outbox.EventPage
+	Rows                  []eventRow
 	NextURL               string
+}
+
+type eventPage struct {
+	eventRow
+	AttemptLog []outbox.Attempt
 }
 
 func (d *Dashboard) loginForm(c echo.Context) error {
@@ -93,7 +111,26 @@ func (d *Dashboard) overview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return d.render(c, http.StatusOK, "overview", view{Title: "Overview", Data: overviewPage{Overview: ov, Failed: failed}})
+	p := overviewPage{Overview: ov, MoreFailed: failed.Next != nil, Window: insight.WindowOf(c.QueryParam("range"))}
+	if p.Failed, err = d.eventRows(ctx, failed.Items); err != nil {
+		return err
+	}
+	ch, err := d.cfg.Insight.Charts(ctx, p.Window)
+	if err != nil {
+		return err
+	}
+	p.Charts = charts(ch, d.cfg.PendingAge)
+	if p.Alerts, err = d.alertRows(ctx); err != nil {
+		return err
+	}
+	for _, w := range []insight.Window{insight.Hour, insight.Day} {
+		q := url.Values{"range": {w.Key}}
+		if r := c.QueryParam("refresh"); r != "" {
+			q.Set("refresh", r)
+		}
+		p.Windows = append(p.Windows, windowLink{Label: "last " + span(w), URL: BasePath + "?" + q.Encode(), Current: w == p.Window})
+	}
+	return d.render(c, http.StatusOK, "overview", view{Title: "Overview", Data: p})
 }
 
 func (d *Dashboard) events(c echo.Context) error {
@@ -115,13 +152,16 @@ func (d *Dashboard) events(c echo.Context) error {
 		}
 		f.After = &cur
 	}
-	var err error
-	if p.Page, err = d.cfg.Service.Events(ctx, f); err != nil {
+	page, err := d.cfg.Service.Events(ctx, f)
+	if err != nil {
 		return err
 	}
-	if p.Page.Next != nil {
-		next := url.Values{"status": {p.Status}, "type": {p.Type}, "invoice": {p.Invoice}, "cursor": {p.Page.Next.String()}}
-		p.NextURL = BasePath + "events?" + next.Encode()
+	if p.Rows, err = d.eventRows(ctx, page.Items); err != nil {
+		return err
+	}
+	if page.Next != nil {
+		p.NextURL = EventsPath(url.Values{"status": {p.Status}, "type": {p.Type}, "invoice": {p.Invoice},
+			"cursor": {page.Next.String()}})
 	}
 	return d.render(c, http.StatusOK, "events", view{Title: "Events", Data: p})
 }
@@ -131,11 +171,16 @@ func (d *Dashboard) event(c echo.Context) error {
 	if err != nil {
 		return outbox.ErrNotFound
 	}
-	ev, err := d.cfg.Service.Event(c.Request().Context(), id)
+	ctx := c.Request().Context()
+	ev, err := d.cfg.Service.Event(ctx, id)
 	if err != nil {
 		return err
 	}
-	v := view{Title: "Event " + ev.EventType, Data: ev}
+	rows, err := d.eventRows(ctx, []outbox.StoredEvent{ev.StoredEvent})
+	if err != nil {
+		return err
+	}
+	v := view{Title: "Event " + ev.EventType, Data: eventPage{eventRow: rows[0], AttemptLog: ev.AttemptLog}}
 	if c.QueryParam("retried") == "1" {
 		v.Notice = "Replayed: the event is due now with a fresh budget, and the dispatchers were woken."
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
+	"handoff/finance/internal/insight"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/ops"
 	"handoff/finance/internal/opsweb"
@@ -59,6 +60,8 @@ type options struct {
 	proxies string
 	tokens  string
 	host    string
+	// reconciliations is the latest reconciliation's source (none when nil).
+	reconciliations ops.Reconciliations
 }
 
 func setup(t *testing.T) *bundle { return setupWith(t, options{}) }
@@ -80,7 +83,8 @@ func (b *bundle) replica(t *testing.T, opts options) *bundle {
 	t.Helper()
 	br, err := breaker.New(breaker.Config{Table: "finance_breakers"})
 	require.NoError(t, err)
-	svc, err := ops.New(ops.Config{DB: b.db, Outbox: b.store, Invoices: b.invoices, Circuits: br})
+	svc, err := ops.New(ops.Config{DB: b.db, Outbox: b.store, Invoices: b.invoices, Circuits: br,
+		Reconciliations: opts.reconciliations})
 	require.NoError(t, err)
 	tokens, err := auth.ParseTokens(cmp.Or(opts.tokens, "ops:"+opsToken+",clerk:"+clerkToken), "clerk", "ops")
 	require.NoError(t, err)
@@ -90,7 +94,10 @@ func (b *bundle) replica(t *testing.T, opts options) *bundle {
 	require.NoError(t, err)
 	r := *b
 	r.log = &syncBuffer{}
-	dash, err := opsweb.New(opsweb.Config{Service: svc, Tokens: tokens, SignIns: signIns, URL: opts.url,
+	ins, err := insight.New(b.db)
+	require.NoError(t, err)
+	dash, err := opsweb.New(opsweb.Config{Service: svc, Insight: ins, PendingAge: 5 * time.Minute,
+		Tokens: tokens, SignIns: signIns, URL: opts.url,
 		SessionTTL: time.Hour, Log: slog.New(slog.NewJSONHandler(r.log, nil))})
 	require.NoError(t, err)
 	e := httpserver.New(slog.New(slog.DiscardHandler))
@@ -267,7 +274,7 @@ func TestRetryFromTheOverview(t *testing.T) {
 	p := b.get(t, "/ops/")
 	require.Equal(t, http.StatusOK, p.status)
 	require.Contains(t, p.body, `id="event-`+id.String()+`"`)
-	require.Contains(t, p.body, inv.ID.String())
+	require.Contains(t, p.body, inv.Number, "the invoice by its number")
 	require.Contains(t, p.body, "HTTP 400 rejected")
 	require.Contains(t, p.body, `action="/ops/events/`+id.String()+`/retry"`)
 	token := csrfOf(t, p.body)

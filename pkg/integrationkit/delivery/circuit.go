@@ -15,7 +15,8 @@ import (
 // same statement says whether an operator paused the destination, so a pause costs no
 // extra round trip per event. When they may not be sent, they are deferred until the
 // circuit can admit again, or for the breaker's PausedWait: no request, no attempt
-// spent. All records share one destination.
+// spent, and each keeps the last error of its last request, so on-call sees the cause
+// and not the circuit. All records share one destination.
 func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.Permit, bool) {
 	if d.breaker == nil {
 		return breaker.Permit{Allowed: true}, true
@@ -34,17 +35,17 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 	if p.Allowed {
 		return p, true
 	}
-	deferral, label := outbox.ErrorCircuitOpen, "circuit_open"
+	deferral, label := outbox.DeferredByCircuit, "circuit_open"
 	if p.Paused {
-		deferral, label = outbox.ErrorPaused, "paused"
+		deferral, label = outbox.DeferredByPause, "paused"
 	}
 	items := make([]outbox.Settlement, len(recs))
 	for i, rec := range recs {
 		items[i] = outbox.Settlement{Record: rec, Outcome: outbox.Outcome{
-			Status:  outbox.StatusPending,
-			RetryIn: p.Wait + d.spread(),
-			Error:   deferral,
-			Label:   label,
+			Status:     outbox.StatusPending,
+			RetryIn:    p.Wait + d.spread(),
+			DeferredBy: deferral,
+			Label:      label,
 		}}
 	}
 	d.settle(ctx, items)
@@ -66,7 +67,7 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 // circuit comes due by itself when the circuit may probe.
 func (d *Dispatcher) hastenIfClosed(ctx context.Context, dest string) {
 	if state, err := d.breaker.State(ctx, d.db, dest); err == nil && state == breaker.Closed {
-		d.hasten(ctx, dest, outbox.ErrorCircuitOpen, "circuit closed meanwhile")
+		d.hasten(ctx, dest, outbox.DeferredByCircuit, "circuit closed meanwhile")
 	}
 }
 
@@ -77,7 +78,7 @@ func (d *Dispatcher) hastenIfClosed(ctx context.Context, dest string) {
 // deferral, paid only while a destination is paused.
 func (d *Dispatcher) hastenIfResumed(ctx context.Context, dest string) {
 	if paused, err := d.breaker.Paused(ctx, d.db, dest); err == nil && !paused {
-		d.hasten(ctx, dest, outbox.ErrorPaused, "destination resumed meanwhile")
+		d.hasten(ctx, dest, outbox.DeferredByPause, "destination resumed meanwhile")
 	}
 }
 
@@ -153,7 +154,7 @@ func (d *Dispatcher) recordCircuit(ctx context.Context, rec outbox.Record, p bre
 	case breaker.Opened, breaker.Reopened:
 		d.log.ErrorContext(ctx, "circuit "+string(tr), "destination", rec.Destination, "event_id", rec.ID)
 	case breaker.ClosedT:
-		d.hasten(ctx, rec.Destination, outbox.ErrorCircuitOpen, "circuit closed")
+		d.hasten(ctx, rec.Destination, outbox.DeferredByCircuit, "circuit closed")
 	}
 }
 

@@ -101,7 +101,7 @@ func TestPausedDestinationGetsNoRequestUntilResumed(t *testing.T) {
 	p.enqueue(t, p.b, "b", 10)
 
 	require.Eventually(t, func() bool {
-		return p.gotB.Load() == 10 && p.count(t, `last_error = ?`, outbox.ErrorPaused) == 10
+		return p.gotB.Load() == 10 && p.count(t, `deferred_by = ?`, outbox.DeferredByPause) == 10
 	}, 10*time.Second, 10*time.Millisecond)
 	require.Zero(t, p.gotA.Load(), "nothing reached the paused destination")
 	require.Zero(t, p.count(t, `destination = ? AND (request_count > 0 OR delivery_attempts > 0)`, p.a),
@@ -111,7 +111,7 @@ func TestPausedDestinationGetsNoRequestUntilResumed(t *testing.T) {
 		if _, err := p.br.Resume(ctx, tx, p.a); err != nil {
 			return err
 		}
-		if _, err := p.store.Hasten(ctx, tx, p.a, outbox.ErrorPaused); err != nil {
+		if _, err := p.store.Hasten(ctx, tx, p.a, outbox.DeferredByPause); err != nil {
 			return err
 		}
 		return p.store.Notify(ctx, tx)

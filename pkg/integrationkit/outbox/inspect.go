@@ -44,6 +44,11 @@ type StoredEvent struct {
 	LastError      string     `bun:"last_error"`
 	LastStatusCode int        `bun:"last_status_code"`
 	FailedReason   string     `bun:"failed_reason"`
+	// DeferredAt is when the destination's open circuit, or a pause, last deferred the
+	// event without a request; nil once any other outcome settled it.
+	DeferredAt *time.Time `bun:"deferred_at"`
+	// DeferredBy names what deferred it (DeferredByCircuit, DeferredByPause).
+	DeferredBy string `bun:"deferred_by"`
 	// InFlight is true while a dispatcher holds a live lease on the event.
 	InFlight bool `bun:"in_flight"`
 }
@@ -61,7 +66,7 @@ func (e StoredEvent) LastFailure() string {
 const eventColumns = `id, event_type, payload, idempotency_key, destination, aggregate_key,
 	aggregate_seq, correlation_id, delivery_status, delivery_attempts, request_count,
 	last_attempt_at, next_attempt_at, delivered_at, skipped_at, created_at, lease_owner, lease_expires_at,
-	last_error, last_status_code, failed_reason,
+	last_error, last_status_code, failed_reason, deferred_at, deferred_by,
 	coalesce(lease_expires_at > now(), false) AS in_flight`
 
 // Attempt is one request sent for an event.

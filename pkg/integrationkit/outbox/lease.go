@@ -87,7 +87,12 @@ type Outcome struct {
 	FailedReason string
 	// Sent reports that a request went out (an attempt row is written). A deferral
 	// without a request writes no attempt row.
-	Sent       bool
+	Sent bool
+	// DeferredBy, on a deferral without a request, names what deferred the event
+	// (DeferredByCircuit, DeferredByPause): deferred_at and deferred_by record it, and
+	// Hasten looks for it when that is over. last_error keeps the answer of the last
+	// real request. Any other outcome clears the deferral.
+	DeferredBy string
 	StartedAt  time.Time
 	Duration   time.Duration
 	StatusCode int
@@ -133,7 +138,7 @@ func (s *Store) SettleMany(ctx context.Context, db bun.IDB, items []Settlement) 
 	c := newColumns(items)
 	rows, err := pgdb.Prepared(db).Query(ctx, s.sql.settle, c.ids, c.tokens, c.status, c.counted,
 		c.sent, c.retrySecs, c.code, c.errs, c.failedReason, c.errClass, c.started, c.durationMS,
-		c.snippet, c.label, c.page)
+		c.snippet, c.label, c.page, c.deferredBy)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: settle %d events: %w", len(items), err)
 	}
@@ -158,9 +163,9 @@ func (s *Store) SettleMany(ctx context.Context, db bun.IDB, items []Settlement) 
 
 // columns is a batch of settlements turned into one array per column.
 type columns struct {
-	ids, tokens, status, errs, failedReason, errClass, snippet, label, page []string
-	counted, sent, code, durationMS                                         []int64
-	retrySecs, started                                                      []float64
+	ids, tokens, status, errs, failedReason, errClass, snippet, label, page, deferredBy []string
+	counted, sent, code, durationMS                                                     []int64
+	retrySecs, started                                                                  []float64
 }
 
 func newColumns(items []Settlement) columns {
@@ -172,6 +177,7 @@ func newColumns(items []Settlement) columns {
 		c.status = append(c.status, o.Status)
 		c.counted = append(c.counted, b2i(o.Counted))
 		c.sent = append(c.sent, b2i(o.Sent))
+		c.deferredBy = append(c.deferredBy, o.DeferredBy)
 		c.retrySecs = append(c.retrySecs, o.RetryIn.Seconds())
 		c.code = append(c.code, int64(o.StatusCode))
 		c.errs = append(c.errs, o.Error)
@@ -214,21 +220,22 @@ func (s *Store) Release(ctx context.Context, db bun.IDB, recs ...Record) error {
 	return nil
 }
 
-// The last_error of an event deferred without a request; Hasten makes such events due
-// again when what deferred them is over.
+// What deferred an event without a request (Outcome.DeferredBy, kept in deferred_by
+// with deferred_at); Hasten makes such events due again when it is over.
 const (
-	// ErrorCircuitOpen: its destination's circuit is open.
-	ErrorCircuitOpen = "circuit open: deferred without a request"
-	// ErrorPaused: an operator paused its destination.
-	ErrorPaused = "destination paused: deferred without a request"
+	// DeferredByCircuit: its destination's circuit is open.
+	DeferredByCircuit = "circuit_open"
+	// DeferredByPause: an operator paused its destination.
+	DeferredByPause = "paused"
 )
 
-// Hasten makes every pending event to destination that was deferred for the given
-// reason (ErrorCircuitOpen or ErrorPaused, as its last_error) due now, in db's
-// transaction, and returns how many.
+// Hasten makes every pending event to destination that was deferred by deferredBy
+// (DeferredByCircuit or DeferredByPause) due now, in db's transaction, and returns how
+// many. Events waiting out a backoff stay as they are.
 func (s *Store) Hasten(ctx context.Context, db bun.IDB, destination, deferredBy string) (int64, error) {
 	res, err := db.NewRaw(`UPDATE ? SET next_attempt_at = now()
-		WHERE delivery_status = 'pending' AND next_attempt_at > now() AND destination = ? AND last_error = ?`,
+		WHERE delivery_status = 'pending' AND next_attempt_at > now() AND destination = ?
+		  AND deferred_by = ?`,
 		bun.Ident(s.table), destination, deferredBy).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: hasten: %w", err)

@@ -11,9 +11,10 @@
 // correlation_id, delivery_status, delivery_attempts, request_count, last_attempt_at,
 // next_attempt_at, delivered_at, created_at, lease_owner, lease_token,
 // lease_expires_at, last_error, last_status_code, failed_reason, page_owed,
-// skipped_at; and a table <name>_attempts with one row per request. The reference DDL,
-// with the partial indexes the claim relies on, is in package outboxtest: the head
-// test (an earlier event pending or failed) probes the index of undelivered rows.
+// skipped_at, deferred_at, deferred_by; and a table <name>_attempts with one row per
+// request. The reference DDL, with the partial indexes the claim relies on, is in
+// package outboxtest: the head test (an earlier event pending or failed) probes the
+// index of undelivered rows.
 package outbox
 
 import (

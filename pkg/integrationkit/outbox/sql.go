@@ -45,9 +45,9 @@ func newStatements(table string) statements {
 		WITH v AS (
 			SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[], $4::int[], $5::int[],
 			                     $6::float8[], $7::int[], $8::text[], $9::text[], $10::text[], $11::float8[],
-			                     $12::int[], $13::text[], $14::text[], $15::text[])
+			                     $12::int[], $13::text[], $14::text[], $15::text[], $16::text[])
 			AS v(id, token, status, counted, sent, retry_secs, code, error, failed_reason, error_class,
-			     started, duration_ms, snippet, label, page)
+			     started, duration_ms, snippet, label, page, deferred_by)
 		), upd AS (
 			UPDATE ` + t + ` AS o SET
 				delivery_status = v.status,
@@ -59,6 +59,8 @@ func newStatements(table string) statements {
 				last_status_code = CASE WHEN v.sent = 1 THEN NULLIF(v.code, 0) ELSE o.last_status_code END,
 				last_error = CASE WHEN v.sent = 1 OR v.error <> '' THEN NULLIF(v.error, '') ELSE o.last_error END,
 				failed_reason = NULLIF(v.failed_reason, ''),
+				deferred_at = CASE WHEN v.deferred_by <> '' THEN now() END,
+				deferred_by = NULLIF(v.deferred_by, ''),
 				page_owed = CASE WHEN v.page = '' OR v.page = ANY(coalesce(o.page_owed, '{}')) THEN o.page_owed
 					ELSE coalesce(o.page_owed, '{}') || v.page END,
 				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL

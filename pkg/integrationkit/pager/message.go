@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/slack-go/slack/slackutilsx"
 )
 
@@ -18,11 +19,18 @@ type Message struct {
 	// configured names and the dashboard URL) has &, < and > escaped, so none of it
 	// can mention anyone (<!channel>, <!here>, <@U…>) or become a link with a label
 	// of its choosing (<http://…|…>). The pager's own markup is the bold service name.
+	// It is the whole message for a notification or a client without Block Kit.
 	Text string
+	// Links are absolute URLs into the dashboard (Config.Links resolved against
+	// Config.DashboardURL), shown as links in the Block Kit layout.
+	Links []Link
+	// Runbook names the runbook section for the alert's kind (Config.Runbooks).
+	Runbook string
 }
 
 // message renders a claimed alert: what, how many in which window, the latest
-// occurrence as an example, and the dashboard link.
+// occurrence as an example, the runbook section, the dashboard link, and the deep
+// links into the dashboard.
 func (p *Pager) message(d due, s sample) Message {
 	var b strings.Builder
 	window := max(time.Duration(d.WindowSecs*float64(time.Second)).Round(time.Second), time.Second)
@@ -49,10 +57,18 @@ func (p *Pager) message(d due, s sample) Message {
 	if s.Detail != "" {
 		b.WriteString("\n" + mrkdwn(s.Detail))
 	}
+	runbook := p.cfg.Runbooks[d.Kind]
+	if runbook != "" {
+		b.WriteString("\nRunbook: " + mrkdwn(runbook))
+	}
 	if p.cfg.DashboardURL != "" {
 		b.WriteString("\nDashboard: " + mrkdwn(p.cfg.DashboardURL))
 	}
-	return Message{Key: d.Key, Kind: d.Kind, Count: d.Count, Text: b.String()}
+	subject := Subject{Kind: d.Kind, Aggregate: s.Aggregate}
+	if id, err := uuid.Parse(s.EventID); err == nil {
+		subject.EventID = id
+	}
+	return Message{Key: d.Key, Kind: d.Kind, Count: d.Count, Text: b.String(), Links: p.links(subject), Runbook: runbook}
 }
 
 // mrkdwn is s as literal text in Slack mrkdwn: &, < and > escaped, the only

@@ -60,6 +60,13 @@ type Config struct {
 	AggregateLabel string
 	// DashboardURL is linked from every message (optional).
 	DashboardURL string
+	// Links returns the deep links of a message about a subject, as paths relative
+	// to DashboardURL (optional; nothing without DashboardURL). A path that would
+	// leave the dashboard is dropped.
+	Links func(Subject) []Link
+	// Runbooks names, by alert kind, the runbook section on-call should read
+	// (optional); it is written on its own line of the message.
+	Runbooks map[string]string
 	// Gather is how long a key's first occurrence waits for more (default 5 s).
 	Gather time.Duration
 	// Repeat is the least time between two messages of one key (default 1 min).

@@ -42,7 +42,8 @@ func (c SlackConfig) Validate() error {
 // (default 10 s) normally ends a Send first, through its context.
 const sendTimeout = time.Minute
 
-// NewSlackSender returns the Sender of c (nil when c names no target). It posts
+// NewSlackSender returns the Sender of c (nil when c names no target). Both targets
+// post Block Kit (see blocks) with Message.Text as the plain fallback. It posts
 // through egress.NewClient on guard (nil: egress's default policy, public
 // destinations on 80 and 443 only), so a Slack URL on a refused address is never
 // dialed and a redirect is never followed: both fail the Send, and the pager keeps
@@ -74,7 +75,8 @@ type slackWebhook struct {
 
 func (s slackWebhook) Send(ctx context.Context, m Message) error {
 	off := false
-	msg := &slack.WebhookMessage{Text: m.Text, UnfurlLinks: &off, UnfurlMedia: &off}
+	msg := &slack.WebhookMessage{Text: m.Text, Blocks: &slack.Blocks{BlockSet: blocks(m)},
+		UnfurlLinks: &off, UnfurlMedia: &off}
 	if err := slack.PostWebhookCustomHTTPContext(ctx, s.url, s.client, msg); err != nil {
 		return fmt.Errorf("slack webhook: %w", err)
 	}
@@ -89,6 +91,7 @@ type slackBot struct {
 
 func (s slackBot) Send(ctx context.Context, m Message) error {
 	if _, _, err := s.api.PostMessageContext(ctx, s.channel, slack.MsgOptionText(m.Text, false),
+		slack.MsgOptionBlocks(blocks(m)...),
 		slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()); err != nil {
 		return fmt.Errorf("slack chat.postMessage: %w", err)
 	}

@@ -98,30 +98,42 @@ func TestSlackSendersNeverFollowRedirects(t *testing.T) {
 	t.Cleanup(func() { require.Zero(t, elsewhere.Load(), "the redirect was not followed") })
 }
 
-// Both senders post the text as the pager wrote it, with link and media previews
-// off, so Slack fetches nothing a message names.
+// Both senders post the text as the pager wrote it, as the plain fallback and as the
+// first Block Kit section, with link and media previews off, so Slack fetches nothing
+// a message names.
 func TestSlackSendersTurnPreviewsOff(t *testing.T) {
 	t.Parallel()
 	type posted struct {
-		text, unfurlLinks, unfurlMedia string
+		text, unfurlLinks, unfurlMedia, block string
+	}
+	type section struct {
+		Text struct{ Text string } `json:"text"`
+	}
+	first := func(raw string) string {
+		var bs []section
+		if json.Unmarshal([]byte(raw), &bs) != nil || len(bs) == 0 {
+			return ""
+		}
+		return bs[0].Text.Text
 	}
 	got := make(chan posted, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if r.Header.Get("Content-Type") == "application/json" {
 			var m struct {
-				Text        string `json:"text"`
-				UnfurlLinks *bool  `json:"unfurl_links"`
-				UnfurlMedia *bool  `json:"unfurl_media"`
+				Text        string          `json:"text"`
+				UnfurlLinks *bool           `json:"unfurl_links"`
+				UnfurlMedia *bool           `json:"unfurl_media"`
+				Blocks      json.RawMessage `json:"blocks"`
 			}
 			_ = json.Unmarshal(body, &m)
 			got <- posted{m.Text, strconv.FormatBool(m.UnfurlLinks != nil && *m.UnfurlLinks),
-				strconv.FormatBool(m.UnfurlMedia != nil && *m.UnfurlMedia)}
+				strconv.FormatBool(m.UnfurlMedia != nil && *m.UnfurlMedia), first(string(m.Blocks))}
 			_, _ = io.WriteString(w, "ok")
 			return
 		}
 		form, _ := url.ParseQuery(string(body))
-		got <- posted{form.Get("text"), form.Get("unfurl_links"), form.Get("unfurl_media")}
+		got <- posted{form.Get("text"), form.Get("unfurl_links"), form.Get("unfurl_media"), first(form.Get("blocks"))}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"ok":true,"channel":"C1","ts":"1.000001"}`)
 	}))
@@ -129,6 +141,6 @@ func TestSlackSendersTurnPreviewsOff(t *testing.T) {
 	const text = "*[finance]* x &lt;!channel&gt; — see http://ops.example/ops/"
 	for name, c := range targets(srv.URL) {
 		require.NoError(t, send(t, c, text), name)
-		require.Equal(t, posted{text, "false", "false"}, <-got, name)
+		require.Equal(t, posted{text, "false", "false", text}, <-got, name)
 	}
 }

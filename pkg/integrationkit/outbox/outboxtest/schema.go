@@ -42,6 +42,8 @@ CREATE TABLE kit_outbox (
     failed_reason text,
     page_owed text[],
     skipped_at timestamptz,
+    deferred_at timestamptz,
+    deferred_by text,
     UNIQUE (aggregate_key, aggregate_seq)
 );
 CREATE INDEX kit_outbox_due_idx ON kit_outbox (next_attempt_at) WHERE delivery_status = 'pending';

@@ -1,0 +1,157 @@
+package insight_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+	"go.uber.org/goleak"
+
+	"handoff/finance/internal/insight"
+	"handoff/migrations"
+	"handoff/pkg/integrationkit/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"))
+}
+
+type bundle struct {
+	ctx   context.Context
+	db    *bun.DB
+	store *insight.Store
+}
+
+func setup(t testing.TB) *bundle {
+	t.Helper()
+	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	store, err := insight.New(db)
+	require.NoError(t, err)
+	return &bundle{ctx: context.Background(), db: db, store: store}
+}
+
+// exec runs setup SQL that puts rows into the states a test needs.
+func (b *bundle) exec(t testing.TB, query string, args ...any) {
+	t.Helper()
+	_, err := b.db.NewRaw(query, args...).Exec(b.ctx)
+	require.NoError(t, err)
+}
+
+// event writes an outbox row of invoice key at seq in status, created ago, and its
+// requests: one attempt row per outcome, started a second apart after creation.
+func (b *bundle) event(t testing.TB, key string, seq int64, status string, ago time.Duration, outcomes ...string) uuid.UUID {
+	t.Helper()
+	id := uuid.New()
+	b.exec(t, `INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination, aggregate_key,
+			aggregate_seq, delivery_status, request_count, created_at, delivered_at, last_attempt_at)
+		VALUES (?, 'invoice.paid', '{}', ?, 'http://127.0.0.1:9/hook', ?, ?, ?, ?, now() - make_interval(secs => ?),
+			CASE WHEN ? = 'delivered' THEN now() - make_interval(secs => ?) + make_interval(secs => ?) END, now())`,
+		id, id.String(), key, seq, status, len(outcomes), ago.Seconds(), status, ago.Seconds(), float64(len(outcomes)))
+	for i, o := range outcomes {
+		b.exec(t, `INSERT INTO finance_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, outcome)
+			VALUES (?, ?, now() - make_interval(secs => ?) + make_interval(secs => ?), 5, ?)`,
+			id, i+1, ago.Seconds(), float64(i), o)
+	}
+	return id
+}
+
+// The rollup counts each request once in the minute it started, as delivered, failed
+// (the last request of a dead letter) or retried, estimates the written→delivered
+// latency, and samples the backlog; rolling up again changes nothing.
+func TestRollCountsRequestsAndSamplesTheBacklog(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.event(t, "inv-a", 1, "delivered", 3*time.Second, "http_Service Unavailable", "delivered")
+	b.event(t, "inv-b", 1, "delivered", 2*time.Second, "delivered")
+	b.event(t, "inv-c", 1, "failed", 2*time.Second, "http_Service Unavailable", "rejected_by_receiver")
+	b.event(t, "inv-d", 1, "pending", 2*time.Second, "timeout")
+	b.event(t, "inv-e", 1, "pending", 10*time.Minute)
+	b.event(t, "inv-f", 1, "delivered", 3*time.Hour, "delivered") // outside the last hour
+
+	for range 2 {
+		require.NoError(t, b.store.Roll(b.ctx))
+	}
+	c, err := b.store.Charts(b.ctx, insight.Hour)
+	require.NoError(t, err)
+	require.Len(t, c.Points, 60)
+	var delivered, failed, retried float64
+	for _, p := range c.Points {
+		delivered, failed, retried = delivered+p.Delivered, failed+p.Failed, retried+p.Retried
+	}
+	require.Equal(t, []float64{2, 1, 3}, []float64{delivered, failed, retried})
+	now := c.Points[len(c.Points)-1]
+	require.True(t, now.Sampled)
+	require.EqualValues(t, 2, now.Pending)
+	require.InDelta(t, 10*time.Minute, now.OldestPending, float64(5*time.Second))
+	require.False(t, c.Points[0].Sampled, "no replica sampled an hour ago")
+
+	day, err := b.store.Charts(b.ctx, insight.Day)
+	require.NoError(t, err)
+	require.Len(t, day.Points, 96)
+	var latency []insight.Point
+	for _, p := range append(c.Points, day.Points...) {
+		if p.Latency {
+			latency = append(latency, p)
+		}
+	}
+	require.NotEmpty(t, latency)
+	for _, p := range latency {
+		require.Greater(t, p.P95, 500*time.Millisecond, "every event took a second or two")
+		require.Less(t, p.P50, 3*time.Second)
+		require.GreaterOrEqual(t, p.P95, p.P50)
+	}
+}
+
+// A pending event behind a failed one of its invoice names it; an event before the
+// failed one, or of another invoice, is not blocked. Invoice numbers come by id.
+func TestBlockersAndInvoiceNumbers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	inv := uuid.New()
+	b.exec(t, `INSERT INTO invoices (id, number, customer_id, currency, total_minor, status)
+		VALUES (?, 'INV-000042', 'c', 'EUR', 100, 'issued')`, inv)
+	key := inv.String()
+	b.event(t, key, 1, "delivered", time.Minute, "delivered")
+	head := b.event(t, key, 2, "failed", time.Minute, "rejected_by_receiver")
+	b.event(t, key, 3, "failed", time.Minute, "rejected_by_receiver")
+	b.event(t, key, 4, "pending", time.Minute)
+	b.event(t, "other", 1, "pending", time.Minute)
+
+	bl, err := b.store.Blockers(b.ctx, []string{key, "other", "none"})
+	require.NoError(t, err)
+	got, ok := bl.Of(key, 4)
+	require.True(t, ok)
+	require.Equal(t, head, got.ID)
+	require.EqualValues(t, 2, got.Sequence)
+	_, ok = bl.Of(key, 2)
+	require.False(t, ok, "the head itself is not blocked")
+	_, ok = bl.Of("other", 1)
+	require.False(t, ok)
+
+	numbers, err := b.store.InvoiceNumbers(b.ctx, []string{key, "other", uuid.NewString()})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{key: "INV-000042"}, numbers)
+}
+
+// The alerts panel lists the pager's rows, the most recently seen first, with what
+// was sent and the latest occurrence's event.
+func TestAlertsListThePagersRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(t, `INSERT INTO finance_alerts (alert_key, kind, title, unsent_count, total_count, sample, last_seen_at, sent_at)
+		VALUES ('dead_letter:x', 'dead_letter', 'events dead-lettered', 0, 7, '{"event_id":"e1","aggregate":"a1"}', now(), now()),
+		       ('pending_age', 'pending_age', 'oldest pending event older than 5m', 2, 2, '{}', now() - interval '1 hour', NULL)`)
+	alerts, err := b.store.Alerts(b.ctx)
+	require.NoError(t, err)
+	require.Len(t, alerts, 2)
+	require.Equal(t, "dead_letter", alerts[0].Kind)
+	require.EqualValues(t, 7, alerts[0].Total)
+	require.NotNil(t, alerts[0].SentAt)
+	require.Equal(t, "e1", alerts[0].EventID)
+	require.Equal(t, "a1", alerts[0].Aggregate)
+	require.Nil(t, alerts[1].SentAt)
+	require.EqualValues(t, 2, alerts[1].Unsent)
+}

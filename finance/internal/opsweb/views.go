@@ -1,0 +1,114 @@
+package opsweb
+
+import (
+	"context"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"handoff/finance/internal/insight"
+	"handoff/pkg/integrationkit/outbox"
+)
+
+// eventRow is an event as a list shows it: with its invoice's number and, when a
+// failed earlier event of its invoice holds it back, that event.
+type eventRow struct {
+	outbox.StoredEvent
+	// Invoice is the invoice's number, or its aggregate key when it has none.
+	Invoice string
+	// WaitingFor is the failed event holding this pending one back; nil when none.
+	WaitingFor *insight.Blocker
+}
+
+// CanRetry reports whether a Retry would do something now: the event is not
+// delivered, no dispatcher holds it, and no failed event of its invoice holds it back
+// (a replay would only make it wait there).
+func (r eventRow) CanRetry() bool {
+	return r.Status != outbox.StatusDelivered && !r.InFlight && r.WaitingFor == nil
+}
+
+// Deferred reports whether the event waits for its destination's circuit to admit it.
+func (r eventRow) Deferred() bool {
+	return r.Status == outbox.StatusPending && r.DeferredAt != nil && r.DeferredBy == outbox.DeferredByCircuit
+}
+
+// eventRows looks up the invoice numbers of events and the failed events holding the
+// pending ones back, in one query each.
+func (d *Dashboard) eventRows(ctx context.Context, events []outbox.StoredEvent) ([]eventRow, error) {
+	var keys, pendingKeys []string
+	for _, ev := range events {
+		keys = append(keys, ev.AggregateKey)
+		if ev.Status == outbox.StatusPending {
+			pendingKeys = append(pendingKeys, ev.AggregateKey)
+		}
+	}
+	numbers, err := d.cfg.Insight.InvoiceNumbers(ctx, compact(keys))
+	if err != nil {
+		return nil, err
+	}
+	blockers, err := d.cfg.Insight.Blockers(ctx, compact(pendingKeys))
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]eventRow, len(events))
+	for i, ev := range events {
+		rows[i] = eventRow{StoredEvent: ev, Invoice: invoiceLabel(numbers, ev.AggregateKey)}
+		if ev.Status != outbox.StatusPending {
+			continue
+		}
+		if b, ok := blockers.Of(ev.AggregateKey, ev.Sequence); ok {
+			rows[i].WaitingFor = &b
+		}
+	}
+	return rows, nil
+}
+
+// compact returns keys sorted without repeats.
+func compact(keys []string) []string {
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+func invoiceLabel(numbers map[string]string, key string) string {
+	if n, ok := numbers[key]; ok {
+		return n
+	}
+	return key
+}
+
+// alertRow is a row of the alerts panel.
+type alertRow struct {
+	insight.Alert
+	// Event is the latest occurrence's event, when it names one.
+	Event *uuid.UUID
+	// Invoice is the latest occurrence's invoice number (or aggregate key), if any.
+	Invoice string
+}
+
+func (d *Dashboard) alertRows(ctx context.Context) ([]alertRow, error) {
+	alerts, err := d.cfg.Insight.Alerts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, a := range alerts {
+		if a.Aggregate != "" {
+			keys = append(keys, a.Aggregate)
+		}
+	}
+	numbers, err := d.cfg.Insight.InvoiceNumbers(ctx, compact(keys))
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]alertRow, len(alerts))
+	for i, a := range alerts {
+		rows[i] = alertRow{Alert: a}
+		if id, err := uuid.Parse(a.EventID); err == nil {
+			rows[i].Event = &id
+		}
+		if a.Aggregate != "" {
+			rows[i].Invoice = invoiceLabel(numbers, a.Aggregate)
+		}
+	}
+	return rows, nil
+}
