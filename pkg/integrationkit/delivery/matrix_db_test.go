@@ -190,11 +190,13 @@ func TestNoTransactionIsOpenDuringThePost(t *testing.T) {
 				t.Fatal("no request arrived")
 			}
 			for range 50 {
-				var sessions, idleInTx int
-				require.NoError(t, b.db.NewRaw(`SELECT count(*), count(*) FILTER (WHERE state LIKE 'idle in transaction%')
+				// Every session of this test's database but this one is the dispatcher's
+				// (how many it holds at an instant depends on its pool and the server's
+				// load, so only the idle transactions are counted).
+				var idleInTx int
+				require.NoError(t, b.db.NewRaw(`SELECT count(*) FILTER (WHERE state LIKE 'idle in transaction%')
 					FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
-					AND pid <> pg_backend_pid()`).Scan(ctx, &sessions, &idleInTx))
-				require.Positive(t, sessions, "the dispatcher's sessions are visible")
+					AND pid <> pg_backend_pid()`).Scan(ctx, &idleInTx))
 				require.Zero(t, idleInTx, "no transaction is held open while the request waits")
 			}
 			once.Do(func() { close(release) })
