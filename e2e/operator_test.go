@@ -260,14 +260,14 @@ func TestPauseStopsEveryReplica(t *testing.T) {
 		invoices = append(invoices, inv)
 		require.Eventually(t, func() bool {
 			return query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox
-				WHERE payload->>'invoice_id' = $1 AND last_error LIKE 'destination paused%'`, inv.ID) == 1
+				WHERE payload->>'invoice_id' = $1 AND deferred_by = 'paused'`, inv.ID) == 1
 		}, 10*time.Second, 10*time.Millisecond, "the event is deferred for the pause")
 	}
 	require.True(t, deferred(env.Finance) && deferred(other), "both replicas claimed and deferred")
 	t.Logf("%d events deferred before both replicas had deferred one", len(invoices))
 	require.Zero(t, sentWhilePaused.Load(), "no request reached the paused destination")
 	require.Zero(t, query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox
-		WHERE last_error LIKE 'destination paused%' AND (request_count > 0 OR delivery_attempts > 0)`), "no attempt spent")
+		WHERE deferred_by = 'paused' AND (request_count > 0 OR delivery_attempts > 0)`), "no attempt spent")
 
 	paused.Store(false)
 	resumedAt := time.Now()
