@@ -10,14 +10,11 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/finance/internal/insight"
-	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsops"
 	"handoff/finance/internal/reconcile"
-	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/metrics"
-	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/pager"
 	"handoff/pkg/integrationkit/schedule"
 )
@@ -46,11 +43,7 @@ type oncall struct {
 // newOncall builds the pager, the metrics and the scheduled jobs of finance; their
 // calls to Slack and logistics go through guard.
 func newOncall(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (*oncall, error) {
-	store, err := outbox.NewStore(invoice.OutboxTable)
-	if err != nil {
-		return nil, err
-	}
-	br, err := breaker.New(cfg.Breaker)
+	store, br, err := deliveryTables(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -16,20 +16,14 @@ import (
 	"handoff/finance/internal/opsweb"
 	"handoff/finance/internal/reconcile"
 	"handoff/finance/internal/signin"
-	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/egress"
-	"handoff/pkg/integrationkit/outbox"
 )
 
 // newOps builds the operations service that the ops API, the dashboard and the outbox
 // commands share, and the function that releases its logistics client, which calls
 // through guard.
 func newOps(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (*ops.Service, func(), error) {
-	store, err := outbox.NewStore(invoice.OutboxTable)
-	if err != nil {
-		return nil, nil, err
-	}
-	br, err := breaker.New(cfg.Breaker)
+	store, br, err := deliveryTables(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -151,12 +151,22 @@ func checkPools(ctx context.Context, db *bun.DB, cfg config) error {
 	return nil
 }
 
-func newDispatcher(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger, obs delivery.Observer) (*delivery.Dispatcher, error) {
+// deliveryTables returns the stores of finance's outbox and of its destinations'
+// circuits, which the dispatcher, the on-call jobs and the ops service share.
+func deliveryTables(cfg config) (*outbox.Store, *breaker.Breaker, error) {
 	store, err := outbox.NewStore(invoice.OutboxTable)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	br, err := breaker.New(cfg.Breaker)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, br, nil
+}
+
+func newDispatcher(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger, obs delivery.Observer) (*delivery.Dispatcher, error) {
+	store, br, err := deliveryTables(cfg)
 	if err != nil {
 		return nil, err
 	}
