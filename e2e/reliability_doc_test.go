@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestReliabilityDocNamesTestsThatExist(t *testing.T) {
 	}
 	for letter, last := range map[string]int{"A": 7, "B": 10, "C": 14, "D": 11, "E": 12, "F": 3, "G": 8} {
 		for n := 1; n <= last; n++ {
-			require.True(t, seen[letter+itoa(n)], "row %s%d is missing", letter, n)
+			require.True(t, seen[letter+strconv.Itoa(n)], "row %s%d is missing", letter, n)
 		}
 	}
 	refs := regexp.MustCompile("`([a-zA-Z0-9_./-]+_test\\.go): ((?:Test|Fuzz|Example)[A-Za-z0-9_]*)").FindAllStringSubmatch(string(doc), -1)
@@ -38,11 +39,4 @@ func TestReliabilityDocNamesTestsThatExist(t *testing.T) {
 		require.NoError(t, err, "%s names a file that does not exist", ref[0])
 		require.True(t, strings.Contains(string(src), "func "+ref[2]+"("), "%s: no func %s in %s", ref[0], ref[2], ref[1])
 	}
-}
-
-func itoa(n int) string { // n in 1…99
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return string(rune('0'+n/10)) + string(rune('0'+n%10))
 }
