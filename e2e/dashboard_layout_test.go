@@ -63,6 +63,9 @@ func TestDashboardPagesFitDesktopAndPhone(t *testing.T) {
 		{"event-failed", "/events/" + head, "#event"},
 		{"event-waiting", "/events/" + waiting, "#waiting-for"},
 		{"trace", "/invoices/" + bad.Number, "#trace"},
+		{"confirm-skip", "/events/" + head + "/skip", "#confirm-form"},
+		{"confirm-retry-all", "/bulk/retry?status=failed", "#dry-run"},
+		{"audit", "/audit", "#audit"},
 		{"not-found", "/events/00000000-0000-0000-0000-000000000000", "#error"},
 	}
 	signedIn := false

@@ -134,10 +134,19 @@ func reloadUntil(t *testing.T, ctx context.Context, sel, want string) {
 	}, 60*time.Second, 250*time.Millisecond, "%s never read %q (last %q)", sel, want, last)
 }
 
+// confirmWith gives reason on an action's confirmation page and confirms it.
+func confirmWith(t *testing.T, ctx context.Context, reason string) {
+	t.Helper()
+	require.NoError(t, do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#reason"), reason),
+		chromedp.Click(chromedp.CSS("#confirm-button")),
+		chromedp.WaitVisible(chromedp.CSS("#notice"))), "confirm with a reason")
+}
+
 // An invoice's first event is dead-lettered while logistics answers 400. Once
 // logistics is back, an operator signs in to the dashboard in a real browser, clicks
-// Retry on the failed event and watches it become delivered; the invoice trace then
-// shows logistics' side: the shipment waiting for the warehouse.
+// Retry on the failed event, says why, and watches it become delivered; the invoice
+// trace then shows logistics' side: the shipment waiting for the warehouse.
 func TestDashboardRetryDeliversADeadLetter(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
@@ -180,7 +189,9 @@ func TestDashboardRetryDeliversADeadLetter(t *testing.T) {
 	require.Contains(t, got, "HTTP 400")
 	require.Contains(t, got, inv.Number, "the invoice by its number")
 
-	require.NoError(t, do(ctx, chromedp.Click(chromedp.CSS(row+" form.retry button"))), "click Retry")
+	require.NoError(t, do(ctx, chromedp.Click(chromedp.CSS(row+" a.retry")), chromedp.WaitVisible(chromedp.CSS("#confirm-form"))),
+		"click Retry")
+	confirmWith(t, ctx, "logistics accepts the customer again")
 	notice, err := textOf(ctx, "#notice")
 	require.NoError(t, err)
 	require.Contains(t, notice, "Replayed")

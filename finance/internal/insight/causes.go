@@ -115,3 +115,27 @@ func (s *Store) Alerts(ctx context.Context) ([]Alert, error) {
 	}
 	return out, nil
 }
+
+// Destination is a destination undelivered events are addressed to, with how many.
+type Destination struct {
+	URL     string `bun:"destination"`
+	Pending int    `bun:"pending"`
+	Failed  int    `bun:"failed"`
+}
+
+// Destinations returns every destination that pending or failed events are addressed
+// to, by URL: after LOGISTICS_WEBHOOK_URL changes, the old one is listed here until
+// its events are retargeted. It reads the outbox's index of undelivered events.
+func (s *Store) Destinations(ctx context.Context) ([]Destination, error) {
+	var out []Destination
+	err := s.db.NewRaw(`SELECT destination,
+			count(*) FILTER (WHERE delivery_status = 'pending') AS pending,
+			count(*) FILTER (WHERE delivery_status = 'failed') AS failed
+		FROM finance_outbox
+		WHERE delivery_status IN ('pending', 'failed') AND delivery_status <> 'delivered'
+		GROUP BY destination ORDER BY destination`).Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("insight: destinations: %w", err)
+	}
+	return out, nil
+}

@@ -188,15 +188,6 @@ func (s *Service) InvoiceID(ctx context.Context, ref string) (uuid.UUID, error) 
 	return inv.ID, nil
 }
 
-// Retry replays one event for principal, who is logged; no audit entry is written, as
-// the dashboard's Retry button, its caller, asks no reason. The API and the CLI use
-// RetryEvent, which records one.
-func (s *Service) Retry(ctx context.Context, id uuid.UUID, principal string) (outbox.StoredEvent, error) {
-	ev, err := s.cfg.Outbox.Retry(ctx, s.cfg.DB, id)
-	if err != nil {
-		return outbox.StoredEvent{}, err
-	}
-	s.log.InfoContext(ctx, "outbox event replayed", "event_id", id, "event_type", ev.EventType,
-		"aggregate_key", ev.AggregateKey, "idempotency_key", ev.IdempotencyKey, "by", principal)
-	return ev, nil
-}
+// Destination is where new events go (LOGISTICS_WEBHOOK_URL): Retarget moves events
+// there. "" when none is configured.
+func (s *Service) Destination() string { return s.cfg.Destination }

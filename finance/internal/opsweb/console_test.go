@@ -92,11 +92,12 @@ func TestBlockedEventNamesTheFailedHead(t *testing.T) {
 		p := b.get(t, path)
 		require.Equal(t, http.StatusOK, p.status, path)
 		require.Contains(t, p.body, `waiting for <a href="/ops/events/`+head.String()+`">invoice.issued #1</a> (failed)`, path)
-		require.NotContains(t, p.body, `action="/ops/events/`+paid.String()+`/retry"`, path)
+		require.NotContains(t, p.body, `href="/ops/events/`+paid.String()+`/retry"`, path)
 		require.Regexp(t, `<time datetime="[0-9T:Z-]+" title="[0-9 :Z-]+">(just now|\d+ s ago)</time>`, p.body, path)
 	}
 	list := b.get(t, "/ops/events?invoice="+inv.Number)
-	require.Contains(t, list.body, `action="/ops/events/`+head.String()+`/retry"`, "the head can be retried")
+	require.Contains(t, list.body, `href="/ops/events/`+head.String()+`/retry"`, "the head can be retried")
+	require.Contains(t, list.body, `href="/ops/events/`+head.String()+`/skip"`, "or skipped")
 	require.Contains(t, list.body, ">"+inv.Number+"</a>")
 	require.NotContains(t, list.body, inv.ID.String()+"</", "no invoice UUID where its number can be shown")
 }

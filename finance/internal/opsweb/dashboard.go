@@ -75,7 +75,7 @@ var templateFS embed.FS
 var stylesheet []byte
 
 // pages are the templates, each rendered inside layout.html.
-var pages = []string{"login", "overview", "events", "event", "trace", "error"}
+var pages = []string{"login", "overview", "events", "event", "trace", "confirm", "audit", "error"}
 
 // Config holds the dashboard's dependencies; Service, Insight, Tokens and SignIns are
 // required.
@@ -148,7 +148,13 @@ func (d *Dashboard) Register(e *echo.Echo) {
 	in.GET("/", d.overview)
 	in.GET("/events", d.events)
 	in.GET("/events/:id", d.event)
-	in.POST("/events/:id/retry", d.retry, checkCSRF)
+	in.GET("/events/:id/:action", d.confirmEvent)
+	in.POST("/events/:id/:action", d.actOnEvent, checkCSRF)
+	in.GET("/bulk/:action", d.confirmBulk)
+	in.POST("/bulk/:action", d.actOnMatching, checkCSRF)
+	in.GET("/destinations/:action", d.confirmDestination)
+	in.POST("/destinations/:action", d.actOnDestination, checkCSRF)
+	in.GET("/audit", d.auditLog)
 	in.GET("/invoices", d.search)
 	in.GET("/invoices/:ref", d.trace)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"handoff/finance/internal/invoice"
+	"handoff/finance/internal/ops"
 	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/outbox"
 )
@@ -29,7 +30,12 @@ var pageErrors = []struct {
 	{errForbidden, http.StatusForbidden, "This request did not come from a dashboard page of this server. Reload the page and try again."},
 	{errMisdirected, http.StatusMisdirectedRequest, "The dashboard is not served under this name. Use the address in DASHBOARD_URL."},
 	{outbox.ErrNotFound, http.StatusNotFound, "No outbox event has this id."},
-	{outbox.ErrDelivered, http.StatusConflict, "The event is delivered; it is never sent again by hand."},
+	{outbox.ErrDelivered, http.StatusConflict, "The event is delivered; Resend sends it again under its key."},
+	{outbox.ErrSkipped, http.StatusConflict, "An operator skipped this event; it is never sent again."},
+	{outbox.ErrNotDeadLetter, http.StatusConflict, "Only a dead letter (a failed event) can be skipped."},
+	{outbox.ErrNotDelivered, http.StatusConflict, "Only a delivered event can be resent; retry a failed or pending one."},
+	{ops.ErrPaused, http.StatusConflict, "The destination is paused already."},
+	{ops.ErrNotPaused, http.StatusConflict, "The destination is not paused."},
 	{outbox.ErrInFlight, http.StatusConflict, "A dispatcher is sending this event right now. Look again in a moment."},
 	{invoice.ErrNotFound, http.StatusNotFound, "No invoice has this id or number."},
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
+	"handoff/finance/internal/audit"
 	"handoff/finance/internal/logisticsops"
 	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/outbox"
@@ -15,16 +18,42 @@ import (
 
 // funcs are the helpers the templates call; each returns text that html/template escapes.
 var funcs = template.FuncMap{
-	"ts":        timestamp,
-	"tsp":       timestampPtr,
-	"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"ago":       func(t time.Time) string { return relative(t, time.Now()) },
-	"age":       func(d time.Duration) string { return d.Round(time.Second).String() },
-	"ms":        func(d time.Duration) int64 { return d.Milliseconds() },
-	"pretty":    prettyJSON,
-	"eventPath": EventPath,
-	"tracePath": TracePath,
-	"eventsFor": func(key string) string { return EventsPath(url.Values{"invoice": {key}}) },
+	"ts":              timestamp,
+	"tsp":             timestampPtr,
+	"iso":             func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"ago":             func(t time.Time) string { return relative(t, time.Now()) },
+	"age":             func(d time.Duration) string { return d.Round(time.Second).String() },
+	"ms":              func(d time.Duration) int64 { return d.Milliseconds() },
+	"pretty":          prettyJSON,
+	"eventPath":       EventPath,
+	"tracePath":       TracePath,
+	"eventsFor":       func(key string) string { return EventsPath(url.Values{"invoice": {key}}) },
+	"destinationPath": DestinationPath,
+	"filterText":      filterText,
+}
+
+// filterText shows how an action by filter selected its events.
+func filterText(f audit.Filter) string {
+	var parts []string
+	add := func(k, v string) {
+		if v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	add("status", f.Status)
+	add("type", f.Type)
+	add("invoice", f.InvoiceID)
+	if f.From != nil {
+		add("from", timestamp(*f.From))
+	}
+	if f.To != nil {
+		add("to", timestamp(*f.To))
+	}
+	if f.Limit > 0 {
+		add("limit", strconv.Itoa(f.Limit))
+	}
+	add("destination", f.Destination)
+	return strings.Join(parts, " ")
 }
 
 // relative says how far t is from now for a person: "just now", "3 min ago", "in
@@ -92,18 +121,25 @@ type traceRow struct {
 	Processed *logisticsops.ProcessedEvent
 	// WaitingFor is the failed earlier event holding this pending one back.
 	WaitingFor *outbox.StoredEvent
+	// Actions are the operator actions that changed the event, oldest first.
+	Actions []audit.Entry
 }
 
 // CanRetry reports whether a Retry would do something now (see eventRow.CanRetry).
 func (r traceRow) CanRetry() bool {
-	return r.Status != outbox.StatusDelivered && !r.InFlight && r.WaitingFor == nil
+	return (r.Status == outbox.StatusPending || r.Status == outbox.StatusFailed) && !r.InFlight && r.WaitingFor == nil
+}
+
+// CanSkip reports whether a Skip would do something now (see eventRow.CanSkip).
+func (r traceRow) CanSkip() bool {
+	return r.Status == outbox.StatusFailed && !r.InFlight
 }
 
 func newTraceView(t ops.Trace) traceView {
 	v := traceView{Trace: t, Rows: make([]traceRow, len(t.Events))}
 	var head *outbox.StoredEvent // the invoice's first failed event
 	for i, ev := range t.Events {
-		v.Rows[i] = traceRow{EventDetail: ev}
+		v.Rows[i] = traceRow{EventDetail: ev, Actions: t.Actions[ev.ID]}
 		if p, ok := t.Processed(ev.IdempotencyKey); ok {
 			v.Rows[i].Processed = &p
 		}

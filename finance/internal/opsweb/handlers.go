@@ -1,18 +1,22 @@
 package opsweb
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"handoff/finance/internal/audit"
 	"handoff/finance/internal/insight"
 	"handoff/finance/internal/ops"
 	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/auth"
+	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/outbox"
 )
 
@@ -34,7 +38,22 @@ type overviewPage struct {
 	Windows []windowLink
 	Charts  []chartView
 	Alerts  []alertRow
+	// Destinations are the current destination, every destination with a circuit
+	// and every one undelivered events are addressed to.
+	Destinations []destinationRow
 }
+
+// destinationRow is a destination with its circuit and undelivered events.
+type destinationRow struct {
+	breaker.Circuit
+	URL string
+	// Current reports that new events go here (LOGISTICS_WEBHOOK_URL).
+	Current         bool
+	Pending, Failed int
+}
+
+// Paused reports whether an operator paused the destination.
+func (r destinationRow) Paused() bool { return r.PausedAt != nil }
 
 type windowLink struct {
 	Label, URL string
@@ -45,12 +64,23 @@ type eventsPage struct {
 	Status, Type, Invoice string
 	Rows                  []eventRow
 	NextURL               string
+	// RetryAllURL and SkipAllURL lead to the confirmation of an action on every event
+	// the filter selects, when its status allows one.
+	RetryAllURL, SkipAllURL string
 }
 
 type eventPage struct {
 	eventRow
 	AttemptLog []outbox.Attempt
+	// Actions are the operator actions that changed the event, oldest first.
+	Actions []audit.Entry
+	// RetargetURL leads to the retarget of the event's destination, when it is
+	// undelivered and addressed to an old destination.
+	RetargetURL string
 }
+
+// CanResend reports whether a Resend would do something: the event is delivered.
+func (p eventPage) CanResend() bool { return p.Status == outbox.StatusDelivered }
 
 func (d *Dashboard) loginForm(c echo.Context) error {
 	return d.render(c, http.StatusOK, "login", view{Title: "Sign in", Data: loginPage{Next: safeNext(c.QueryParam("next"))}})
@@ -123,6 +153,9 @@ func (d *Dashboard) overview(c echo.Context) error {
 	if p.Alerts, err = d.alertRows(ctx); err != nil {
 		return err
 	}
+	if p.Destinations, err = d.destinationRows(ctx, ov.Circuits); err != nil {
+		return err
+	}
 	for _, w := range []insight.Window{insight.Hour, insight.Day} {
 		q := url.Values{"range": {w.Key}}
 		if r := c.QueryParam("refresh"); r != "" {
@@ -130,7 +163,11 @@ func (d *Dashboard) overview(c echo.Context) error {
 		}
 		p.Windows = append(p.Windows, windowLink{Label: "last " + span(w), URL: BasePath + "?" + q.Encode(), Current: w == p.Window})
 	}
-	return d.render(c, http.StatusOK, "overview", view{Title: "Overview", Data: p})
+	v := view{Title: "Overview", Data: p}
+	if a, ok := destinationActions[c.QueryParam("done")]; ok {
+		v.Notice = a.done
+	}
+	return d.render(c, http.StatusOK, "overview", v)
 }
 
 func (d *Dashboard) events(c echo.Context) error {
@@ -163,7 +200,18 @@ func (d *Dashboard) events(c echo.Context) error {
 		p.NextURL = EventsPath(url.Values{"status": {p.Status}, "type": {p.Type}, "invoice": {p.Invoice},
 			"cursor": {page.Next.String()}})
 	}
-	return d.render(c, http.StatusOK, "events", view{Title: "Events", Data: p})
+	for name, a := range bulkActions {
+		if !slices.Contains(a.statuses, p.Status) {
+			continue
+		}
+		u := BulkPath(name, bulkFilter{Status: p.Status, Type: p.Type, Invoice: p.Invoice}.values())
+		if name == audit.Retry {
+			p.RetryAllURL = u
+		} else {
+			p.SkipAllURL = u
+		}
+	}
+	return d.render(c, http.StatusOK, "events", view{Title: "Events", Data: p, Notice: bulkNotice(q)})
 }
 
 func (d *Dashboard) event(c echo.Context) error {
@@ -180,22 +228,51 @@ func (d *Dashboard) event(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := view{Title: "Event " + ev.EventType, Data: eventPage{eventRow: rows[0], AttemptLog: ev.AttemptLog}}
-	if c.QueryParam("retried") == "1" {
-		v.Notice = "Replayed: the event is due now with a fresh budget, and the dispatchers were woken."
+	actions, err := d.cfg.Service.EventActions(ctx, id)
+	if err != nil {
+		return err
+	}
+	p := eventPage{eventRow: rows[0], AttemptLog: ev.AttemptLog, Actions: actions}
+	if cur := d.cfg.Service.Destination(); cur != "" && ev.Destination != cur &&
+		(ev.Status == outbox.StatusPending || ev.Status == outbox.StatusFailed) {
+		p.RetargetURL = DestinationPath(audit.Retarget, ev.Destination)
+	}
+	v := view{Title: "Event " + ev.EventType, Data: p}
+	if a, ok := eventActions[c.QueryParam("done")]; ok {
+		v.Notice = a.done
 	}
 	return d.render(c, http.StatusOK, "event", v)
 }
 
-func (d *Dashboard) retry(c echo.Context) error {
-	id, err := uuid.Parse(c.Param("id"))
+// destinationRows merges the current destination, the circuits and the destinations
+// of undelivered events into one row each, the current destination first.
+func (d *Dashboard) destinationRows(ctx context.Context, circuits []breaker.Circuit) ([]destinationRow, error) {
+	undelivered, err := d.cfg.Insight.Destinations(ctx)
 	if err != nil {
-		return outbox.ErrNotFound
+		return nil, err
 	}
-	if _, err := d.cfg.Service.Retry(c.Request().Context(), id, principal(c)); err != nil {
-		return err
+	var rows []destinationRow
+	row := func(url string) *destinationRow {
+		for i := range rows {
+			if rows[i].URL == url {
+				return &rows[i]
+			}
+		}
+		rows = append(rows, destinationRow{URL: url, Circuit: breaker.Circuit{State: breaker.Closed}})
+		return &rows[len(rows)-1]
 	}
-	return c.Redirect(http.StatusSeeOther, EventPath(id)+"?retried=1")
+	if cur := d.cfg.Service.Destination(); cur != "" {
+		row(cur).Current = true
+	}
+	for _, c := range circuits {
+		r := row(c.Destination)
+		r.Circuit = c
+	}
+	for _, u := range undelivered {
+		r := row(u.URL)
+		r.Pending, r.Failed = u.Pending, u.Failed
+	}
+	return rows, nil
 }
 
 func (d *Dashboard) search(c echo.Context) error {

@@ -84,7 +84,7 @@ func (b *bundle) replica(t *testing.T, opts options) *bundle {
 	br, err := breaker.New(breaker.Config{Table: "finance_breakers"})
 	require.NoError(t, err)
 	svc, err := ops.New(ops.Config{DB: b.db, Outbox: b.store, Invoices: b.invoices, Circuits: br,
-		Reconciliations: opts.reconciliations})
+		Destination: destination, Reconciliations: opts.reconciliations})
 	require.NoError(t, err)
 	tokens, err := auth.ParseTokens(cmp.Or(opts.tokens, "ops:"+opsToken+",clerk:"+clerkToken), "clerk", "ops")
 	require.NoError(t, err)
@@ -276,18 +276,30 @@ func TestRetryFromTheOverview(t *testing.T) {
 	require.Contains(t, p.body, `id="event-`+id.String()+`"`)
 	require.Contains(t, p.body, inv.Number, "the invoice by its number")
 	require.Contains(t, p.body, "HTTP 400 rejected")
-	require.Contains(t, p.body, `action="/ops/events/`+id.String()+`/retry"`)
-	token := csrfOf(t, p.body)
-
 	retry := "/ops/events/" + id.String() + "/retry"
-	require.Equal(t, http.StatusForbidden, b.post(t, retry, url.Values{}, b.srv.URL).status, "no CSRF token")
-	require.Equal(t, http.StatusForbidden, b.post(t, retry, url.Values{"csrf": {"forged"}}, b.srv.URL).status)
-	require.Equal(t, http.StatusForbidden, b.post(t, retry, url.Values{"csrf": {token}}, "http://evil.example").status)
+	require.Contains(t, p.body, `href="`+retry+`"`)
 
-	p = b.post(t, retry, url.Values{"csrf": {token}}, b.srv.URL)
-	require.Equal(t, http.StatusSeeOther, p.status, p.body)
-	require.Equal(t, "/ops/events/"+id.String()+"?retried=1", p.location)
+	p = b.get(t, retry)
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	require.Contains(t, p.body, `id="confirm-form"`, "Retry asks first")
+	require.Contains(t, p.body, `action="`+retry+`"`)
+	token := csrfOf(t, p.body)
+	why := url.Values{"csrf": {token}, "reason": {"logistics fixed the customer, INC-7"}}
+
+	require.Equal(t, http.StatusForbidden, b.post(t, retry, url.Values{"reason": {"x"}}, b.srv.URL).status, "no CSRF token")
+	require.Equal(t, http.StatusForbidden, b.post(t, retry, url.Values{"csrf": {"forged"}, "reason": {"x"}}, b.srv.URL).status)
+	require.Equal(t, http.StatusForbidden, b.post(t, retry, why, "http://evil.example").status)
+	p = b.post(t, retry, url.Values{"csrf": {token}, "reason": {"   "}}, b.srv.URL)
+	require.Equal(t, http.StatusBadRequest, p.status, "a reason is required")
+	require.Contains(t, p.body, `id="refused"`)
 	d, err := b.store.Detail(b.ctx, b.db, id)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StatusFailed, d.Status, "a refused action changes nothing")
+
+	p = b.post(t, retry, why, b.srv.URL)
+	require.Equal(t, http.StatusSeeOther, p.status, p.body)
+	require.Equal(t, "/ops/events/"+id.String()+"?done=retry", p.location)
+	d, err = b.store.Detail(b.ctx, b.db, id)
 	require.NoError(t, err)
 	require.Equal(t, outbox.StatusPending, d.Status)
 	require.Zero(t, d.Attempts)
@@ -295,12 +307,14 @@ func TestRetryFromTheOverview(t *testing.T) {
 	p = b.get(t, p.location)
 	require.Contains(t, p.body, `id="notice"`)
 	require.Contains(t, p.body, `id="event-status">pending<`)
+	require.Contains(t, p.body, "logistics fixed the customer, INC-7", "the event page shows the audit entry")
+	require.Regexp(t, `<td data-label="Who">ops:[0-9a-f]{12}</td>`, p.body, "by the signed-in principal")
 
 	_, err = b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'delivered' WHERE id = ?`, id).Exec(b.ctx)
 	require.NoError(t, err)
-	p = b.post(t, retry, url.Values{"csrf": {token}}, b.srv.URL)
+	p = b.post(t, retry, why, b.srv.URL)
 	require.Equal(t, http.StatusConflict, p.status)
-	require.Contains(t, p.body, "never sent again")
+	require.Contains(t, p.body, "Resend sends it again")
 }
 
 func TestEverythingShownIsEscaped(t *testing.T) {

@@ -153,7 +153,8 @@ func TestCSRFTokenIsReadFromTheFormBodyOnly(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, b.post(t, "/ops/events/"+id.String()+"/retry"+q, url.Values{}, b.srv.URL).status)
 	require.Equal(t, http.StatusForbidden, b.post(t, "/ops/logout"+q, url.Values{}, b.srv.URL).status)
 	require.Equal(t, http.StatusOK, b.get(t, "/ops/").status, "still signed in")
-	require.Equal(t, http.StatusSeeOther, b.post(t, "/ops/events/"+id.String()+"/retry", url.Values{"csrf": {token}}, b.srv.URL).status)
+	require.Equal(t, http.StatusSeeOther, b.post(t, "/ops/events/"+id.String()+"/retry",
+		url.Values{"csrf": {token}, "reason": {"the receiver is fixed"}}, b.srv.URL).status)
 
 	other := setup(t)
 	p := other.post(t, "/ops/login?token="+opsToken, url.Values{}, other.srv.URL)

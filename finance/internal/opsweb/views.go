@@ -20,11 +20,16 @@ type eventRow struct {
 	WaitingFor *insight.Blocker
 }
 
-// CanRetry reports whether a Retry would do something now: the event is not
-// delivered, no dispatcher holds it, and no failed event of its invoice holds it back
-// (a replay would only make it wait there).
+// CanRetry reports whether a Retry would do something now: the event is pending or
+// failed (neither delivered nor skipped), no dispatcher holds it, and no failed event
+// of its invoice holds it back (a replay would only make it wait there).
 func (r eventRow) CanRetry() bool {
-	return r.Status != outbox.StatusDelivered && !r.InFlight && r.WaitingFor == nil
+	return (r.Status == outbox.StatusPending || r.Status == outbox.StatusFailed) && !r.InFlight && r.WaitingFor == nil
+}
+
+// CanSkip reports whether a Skip would do something now: the event is a dead letter.
+func (r eventRow) CanSkip() bool {
+	return r.Status == outbox.StatusFailed && !r.InFlight
 }
 
 // Deferred reports whether the event waits for its destination's circuit to admit it.

@@ -1,0 +1,421 @@
+package opsweb
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"handoff/finance/internal/audit"
+	"handoff/finance/internal/ops"
+	"handoff/pkg/integrationkit/outbox"
+)
+
+// An operator action takes two steps, without a script: a link opens its confirmation
+// page (GET), which says what the action will do (for an action by filter, with a dry
+// run's count) and asks why; the form there posts the action with its reason and the
+// session's CSRF token. The action runs through ops.Service, which records it in the
+// audit log in the change's own transaction, under the signed-in principal. A
+// refused reason shows the confirmation page again with the refusal.
+
+// reasonField is the form field of an action's reason.
+const reasonField = "reason"
+
+// confirmPage asks an operator to confirm an action and say why.
+type confirmPage struct {
+	Heading string
+	// Explain says what the action does and what it does not.
+	Explain string
+	// Post is where the form goes; Fields are carried there unchanged.
+	Post   string
+	Fields []formField
+	Button string
+	// Danger marks an action that gives something up (skip).
+	Danger bool
+	Cancel string
+	// Event is the event acted on, for an action on one event.
+	Event *eventRow
+	// Filter describes the events an action by filter selects; DryRun is what a dry
+	// run counted of them just now.
+	Filter string
+	DryRun *outbox.BulkResult
+	// Reason is the reason typed so far; Refused says why it was not taken.
+	Reason, Refused string
+}
+
+type formField struct{ Name, Value string }
+
+// eventAction is an action on one event.
+type eventAction struct {
+	button, explain, done string
+	danger                bool
+	do                    func(*ops.Service, context.Context, uuid.UUID, ops.Action) (outbox.StoredEvent, error)
+}
+
+var eventActions = map[string]eventAction{
+	audit.Retry: {button: "Retry", do: (*ops.Service).RetryEvent,
+		explain: "The event becomes due now with a fresh budget of attempts, and the dispatchers are woken; " +
+			"its history stays. Retry once the cause of its failure is fixed.",
+		done: "Replayed: the event is due now with a fresh budget, and the dispatchers were woken."},
+	audit.Skip: {button: "Skip", danger: true, do: (*ops.Service).Skip,
+		explain: "The dead letter is given up: it is never sent again, its invoice's later events are sent " +
+			"without it, and reconciliation counts it as resolved. Logistics never learns of this event, so " +
+			"skip it only when logistics needs it no more (it was rejected for good, or fixed there by hand).",
+		done: "Skipped: the event is never sent again, and its invoice's later events go on."},
+	audit.Resend: {button: "Resend", do: (*ops.Service).Resend,
+		explain: "The delivered event is sent again under its idempotency key. A receiver that still has the " +
+			"key answers duplicate and changes nothing; one that lost it applies the event again.",
+		done: "Resent: the event is due now under its idempotency key, and the dispatchers were woken."},
+}
+
+// confirmEvent shows the confirmation page of an action on one event.
+func (d *Dashboard) confirmEvent(c echo.Context) error {
+	id, a, name, err := eventActionOf(c)
+	if err != nil {
+		return err
+	}
+	return d.renderEventConfirm(c, http.StatusOK, id, name, a, "", "")
+}
+
+func (d *Dashboard) renderEventConfirm(c echo.Context, status int, id uuid.UUID, name string, a eventAction, reason, refused string) error {
+	ctx := c.Request().Context()
+	ev, err := d.cfg.Service.Event(ctx, id)
+	if err != nil {
+		return err
+	}
+	rows, err := d.eventRows(ctx, []outbox.StoredEvent{ev.StoredEvent})
+	if err != nil {
+		return err
+	}
+	p := confirmPage{
+		Heading: a.button + " " + ev.EventType + " #" + strconv.FormatInt(ev.Sequence, 10) + " of " + rows[0].Invoice + "?",
+		Explain: a.explain, Post: EventPath(id) + "/" + name, Button: a.button, Danger: a.danger,
+		Cancel: EventPath(id), Event: &rows[0], Reason: reason, Refused: refused,
+	}
+	return d.render(c, status, "confirm", view{Title: a.button + " event", Data: p})
+}
+
+// actOnEvent carries out an action on one event and shows the event.
+func (d *Dashboard) actOnEvent(c echo.Context) error {
+	id, a, name, err := eventActionOf(c)
+	if err != nil {
+		return err
+	}
+	reason := formValue(c, reasonField)
+	_, err = a.do(d.cfg.Service, c.Request().Context(), id, ops.Action{Actor: principal(c), Reason: reason})
+	if refused, ok := refusal(err); ok {
+		return d.renderEventConfirm(c, http.StatusBadRequest, id, name, a, reason, refused)
+	}
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, EventPath(id)+"?done="+name)
+}
+
+func eventActionOf(c echo.Context) (uuid.UUID, eventAction, string, error) {
+	id, err := uuid.Parse(c.Param("id"))
+	if err != nil {
+		return uuid.Nil, eventAction{}, "", outbox.ErrNotFound
+	}
+	name := c.Param("action")
+	a, ok := eventActions[name]
+	if !ok {
+		return uuid.Nil, eventAction{}, "", echo.ErrNotFound
+	}
+	return id, a, name, nil
+}
+
+// refusal returns what an operator must correct in a request the service refused.
+func refusal(err error) (string, bool) {
+	var bad *ops.ValidationError
+	if errors.As(err, &bad) {
+		return "The " + bad.Field + " " + bad.Detail + ".", true
+	}
+	return "", false
+}
+
+// bulkAction is an action on every event a filter selects.
+type bulkAction struct {
+	verb, button, explain string
+	danger                bool
+	// statuses are the statuses the action takes; the first is its default.
+	statuses []string
+	do       func(*ops.Service, context.Context, ops.Matching, ops.Action) (outbox.BulkResult, error)
+}
+
+var bulkActions = map[string]bulkAction{
+	audit.Retry: {verb: "Retry", button: "Retry all", statuses: []string{outbox.StatusFailed, outbox.StatusPending},
+		do: (*ops.Service).RetryMatching,
+		explain: "Every matching event becomes due now with a fresh budget of attempts, oldest first, up to " +
+			strconv.Itoa(outbox.DefaultRetryLimit) + " at a time; their history stays. Events in flight are left alone."},
+	audit.Skip: {verb: "Skip", button: "Skip all", danger: true, statuses: []string{outbox.StatusFailed},
+		do: (*ops.Service).SkipMatching,
+		explain: "Every matching dead letter is given up: never sent again, its invoice's later events are sent " +
+			"without it, and reconciliation counts it as resolved. Logistics never learns of these events."},
+}
+
+// bulkFilter is a filter of the events list, as a bulk action takes it from a query
+// or a form.
+type bulkFilter struct{ Status, Type, Invoice string }
+
+func (f bulkFilter) values() url.Values {
+	q := url.Values{"status": {f.Status}}
+	if f.Type != "" {
+		q.Set("type", f.Type)
+	}
+	if f.Invoice != "" {
+		q.Set("invoice", f.Invoice)
+	}
+	return q
+}
+
+func (f bulkFilter) describe() string {
+	s := "every " + f.Status + " event"
+	if f.Type != "" {
+		s += " of type " + f.Type
+	}
+	if f.Invoice != "" {
+		s += " of invoice " + f.Invoice
+	}
+	return s
+}
+
+// BulkPath is the confirmation page of action (retry or skip) on the events query
+// selects, e.g. url.Values{"status": {"failed"}}.
+func BulkPath(action string, query url.Values) string {
+	return BasePath + "bulk/" + action + "?" + query.Encode()
+}
+
+// bulkOf reads the action and its filter, from the query (get) or the form.
+func bulkOf(c echo.Context, get func(string) string) (string, bulkAction, bulkFilter, error) {
+	name := c.Param("action")
+	a, ok := bulkActions[name]
+	if !ok {
+		return "", bulkAction{}, bulkFilter{}, echo.ErrNotFound
+	}
+	f := bulkFilter{Status: get("status"), Type: get("type"), Invoice: get("invoice")}
+	if f.Status == "" {
+		f.Status = a.statuses[0]
+	}
+	if !slices.Contains(a.statuses, f.Status) {
+		return "", bulkAction{}, bulkFilter{}, &outbox.FilterError{Field: "status", Detail: "cannot be " + f.Status + " for this action"}
+	}
+	return name, a, f, nil
+}
+
+func (d *Dashboard) matching(ctx context.Context, f bulkFilter) (outbox.Filter, error) {
+	out := outbox.Filter{Status: f.Status, Type: f.Type}
+	if f.Invoice != "" {
+		key, err := d.cfg.Service.AggregateKey(ctx, f.Invoice)
+		if err != nil {
+			return outbox.Filter{}, err
+		}
+		out.AggregateKey = key
+	}
+	return out, nil
+}
+
+// confirmBulk shows the confirmation page of an action by filter, with a dry run's
+// count of the events it would change now.
+func (d *Dashboard) confirmBulk(c echo.Context) error {
+	name, a, f, err := bulkOf(c, c.QueryParam)
+	if err != nil {
+		return err
+	}
+	return d.renderBulkConfirm(c, http.StatusOK, name, a, f, "", "")
+}
+
+func (d *Dashboard) renderBulkConfirm(c echo.Context, status int, name string, a bulkAction, f bulkFilter, reason, refused string) error {
+	ctx := c.Request().Context()
+	filter, err := d.matching(ctx, f)
+	if err != nil {
+		return err
+	}
+	// A dry run changes and records nothing; its action is checked all the same, so
+	// it needs an actor and a reason.
+	dry, err := a.do(d.cfg.Service, ctx, ops.Matching{Filter: filter, DryRun: true},
+		ops.Action{Actor: principal(c), Reason: "dry run for the dashboard's confirmation page"})
+	if err != nil {
+		return err
+	}
+	p := confirmPage{
+		Heading: a.verb + " " + f.describe() + "?", Explain: a.explain, Post: BasePath + "bulk/" + name,
+		Button: a.button, Danger: a.danger, Cancel: EventsPath(f.values()), Filter: f.describe(), DryRun: &dry,
+		Reason: reason, Refused: refused,
+	}
+	for _, k := range []string{"status", "type", "invoice"} {
+		if v := f.values().Get(k); v != "" {
+			p.Fields = append(p.Fields, formField{Name: k, Value: v})
+		}
+	}
+	return d.render(c, status, "confirm", view{Title: a.button, Data: p})
+}
+
+// actOnMatching carries out an action by filter and lists the events it selected.
+func (d *Dashboard) actOnMatching(c echo.Context) error {
+	name, a, f, err := bulkOf(c, func(k string) string { return formValue(c, k) })
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	filter, err := d.matching(ctx, f)
+	if err != nil {
+		return err
+	}
+	reason := formValue(c, reasonField)
+	res, err := a.do(d.cfg.Service, ctx, ops.Matching{Filter: filter}, ops.Action{Actor: principal(c), Reason: reason})
+	if refused, ok := refusal(err); ok {
+		return d.renderBulkConfirm(c, http.StatusBadRequest, name, a, f, reason, refused)
+	}
+	if err != nil {
+		return err
+	}
+	q := f.values()
+	q.Set("done", name)
+	q.Set("count", strconv.Itoa(res.Count))
+	if res.More {
+		q.Set("more", "1")
+	}
+	return c.Redirect(http.StatusSeeOther, EventsPath(q))
+}
+
+// bulkNotice says what an action by filter did, from the list's query.
+func bulkNotice(q url.Values) string {
+	n, err := strconv.Atoi(q.Get("count"))
+	if err != nil || n < 0 {
+		return ""
+	}
+	var s string
+	switch q.Get("done") {
+	case audit.Retry:
+		s = "Replayed " + strconv.Itoa(n) + " events: they are due now with a fresh budget."
+	case audit.Skip:
+		s = "Skipped " + strconv.Itoa(n) + " dead letters: they are never sent again."
+	default:
+		return ""
+	}
+	if q.Get("more") == "1" {
+		s += " More match: run it again for the next ones."
+	}
+	return s
+}
+
+// destinationAction is an action on a destination: pause, resume or retarget.
+type destinationAction struct {
+	button, explain, done string
+	danger                bool
+	do                    func(d *Dashboard, ctx context.Context, dest string, act ops.Action) error
+}
+
+var destinationActions = map[string]destinationAction{
+	audit.Pause: {button: "Pause", danger: true,
+		explain: "No replica sends anything to this destination from its next request until it is resumed; " +
+			"events wait, pending, and nothing is lost. The pending-age alert keeps counting.",
+		done: "Paused: no replica sends to that destination until it is resumed.",
+		do: func(d *Dashboard, ctx context.Context, dest string, act ops.Action) error {
+			return d.cfg.Service.Pause(ctx, dest, act)
+		}},
+	audit.Resume: {button: "Resume",
+		explain: "Deliveries to this destination start again; the events its pause held back are due at once.",
+		done:    "Resumed: deliveries to that destination go again.",
+		do: func(d *Dashboard, ctx context.Context, dest string, act ops.Action) error {
+			_, err := d.cfg.Service.Resume(ctx, dest, act)
+			return err
+		}},
+	audit.Retarget: {button: "Retarget",
+		explain: "Every pending and failed event addressed to this old destination is addressed to the current " +
+			"one (LOGISTICS_WEBHOOK_URL) instead; pending ones are due now, failed ones wait for a Retry.",
+		done: "Retargeted: the undelivered events of that destination now go to the current one.",
+		do: func(d *Dashboard, ctx context.Context, dest string, act ops.Action) error {
+			_, err := d.cfg.Service.Retarget(ctx, dest, act)
+			return err
+		}},
+}
+
+// DestinationPath is the confirmation page of action (pause, resume, retarget) on
+// dest.
+func DestinationPath(action, dest string) string {
+	return BasePath + "destinations/" + action + "?" + url.Values{"destination": {dest}}.Encode()
+}
+
+func destinationActionOf(c echo.Context) (string, destinationAction, error) {
+	name := c.Param("action")
+	a, ok := destinationActions[name]
+	if !ok {
+		return "", destinationAction{}, echo.ErrNotFound
+	}
+	return name, a, nil
+}
+
+func (d *Dashboard) confirmDestination(c echo.Context) error {
+	name, a, err := destinationActionOf(c)
+	if err != nil {
+		return err
+	}
+	return d.renderDestinationConfirm(c, http.StatusOK, name, a, c.QueryParam("destination"), "", "")
+}
+
+func (d *Dashboard) renderDestinationConfirm(c echo.Context, status int, name string, a destinationAction, dest, reason, refused string) error {
+	if dest == "" {
+		return &outbox.FilterError{Field: "destination", Detail: "is required"}
+	}
+	heading := a.button + " deliveries to " + dest + "?"
+	if name == audit.Retarget {
+		heading = "Retarget the undelivered events of " + dest + " to " + d.cfg.Service.Destination() + "?"
+	}
+	p := confirmPage{Heading: heading, Explain: a.explain, Post: BasePath + "destinations/" + name, Button: a.button,
+		Danger: a.danger, Cancel: BasePath + "#circuits", Fields: []formField{{Name: "destination", Value: dest}},
+		Reason: reason, Refused: refused}
+	return d.render(c, status, "confirm", view{Title: a.button, Data: p})
+}
+
+func (d *Dashboard) actOnDestination(c echo.Context) error {
+	name, a, err := destinationActionOf(c)
+	if err != nil {
+		return err
+	}
+	dest, reason := formValue(c, "destination"), formValue(c, reasonField)
+	err = a.do(d, c.Request().Context(), dest, ops.Action{Actor: principal(c), Reason: reason})
+	if refused, ok := refusal(err); ok {
+		return d.renderDestinationConfirm(c, http.StatusBadRequest, name, a, dest, reason, refused)
+	}
+	var fe *outbox.FilterError
+	if errors.As(err, &fe) {
+		return d.renderDestinationConfirm(c, http.StatusBadRequest, name, a, dest, reason, "The "+fe.Field+" "+fe.Detail+".")
+	}
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, BasePath+"?done="+name)
+}
+
+// auditPage is a page of the audit log.
+type auditPage struct {
+	Entries []audit.Entry
+	NextURL string
+}
+
+func (d *Dashboard) auditLog(c echo.Context) error {
+	q := audit.Query{Limit: audit.DefaultLimit}
+	if s := c.QueryParam("cursor"); s != "" {
+		cur, err := audit.ParseCursor(s)
+		if err != nil {
+			return &outbox.FilterError{Field: "cursor", Detail: "is not a cursor of the audit log"}
+		}
+		q.After = &cur
+	}
+	page, err := d.cfg.Service.Audit(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	p := auditPage{Entries: page.Items}
+	if page.Next != nil {
+		p.NextURL = BasePath + "audit?" + url.Values{"cursor": {page.Next.String()}}.Encode()
+	}
+	return d.render(c, http.StatusOK, "audit", view{Title: "Audit log", Data: p})
+}
