@@ -41,7 +41,8 @@ type scenario struct {
 	proxy bool
 	// slow puts a slowReceiver between finance and logistics (the inject's slow).
 	slow bool
-	// batch runs the dispatcher with DISPATCH_MODE=batch.
+	// batch runs the dispatcher with DISPATCH_MODE=batch; the others run it in single
+	// mode, one request per event.
 	batch bool
 	// config overrides chaosConfig.
 	config map[string]string
@@ -219,6 +220,7 @@ type chaosRow struct{ events, faults, duplicates, lost int }
 func runScenario(t *testing.T, sc scenario, invoices int) chaosRow {
 	cfg := maps.Clone(chaosConfig)
 	maps.Copy(cfg, sc.config)
+	cfg["DISPATCH_MODE"] = "single"
 	if sc.batch {
 		cfg["DISPATCH_MODE"] = "batch"
 	}

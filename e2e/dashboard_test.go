@@ -33,7 +33,7 @@ func newOutage(t *testing.T) *outage {
 	t.Helper()
 	o := &outage{}
 	o.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/webhooks/finance" && !o.up.Load() {
+		if strings.HasPrefix(r.URL.Path, "/webhooks/finance") && !o.up.Load() { // single and batch
 			w.Header().Set("Content-Type", "application/problem+json")
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = w.Write([]byte(`{"type":"https://handoff.dev/problems/outage","status":400}`))

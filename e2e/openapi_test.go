@@ -2,9 +2,11 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,45 +46,76 @@ func TestOpenAPIDocumentsAreServed(t *testing.T) {
 }
 
 // What finance delivers is what the `webhooks` of its document describe: an invoice
-// issued, paid and refunded reaches a destination as three requests, each with the
-// documented headers and an envelope of its event's schema.
+// issued, paid and refunded reaches a destination as three events, each request with
+// the documented headers and a body of its schema: in single mode an envelope per
+// request, in batch mode (the default) batches of envelopes.
 func TestOpenAPIWebhooksDescribeWhatFinanceSends(t *testing.T) {
 	t.Parallel()
-	type delivery struct {
-		typ string
-		err error
-	}
-	got := make(chan delivery, 8)
-	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err == nil {
-			err = harness.CheckDelivery(r, body)
-		}
-		var ev struct {
-			Type string `json:"type"`
-		}
-		_ = jsonUnmarshal(body, &ev)
-		got <- delivery{typ: ev.Type, err: err}
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(dest.Close)
-	env := harness.New(t, harness.Options{LogisticsURL: dest.URL + "/webhooks/finance"})
+	for _, mode := range []string{"single", "batch"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			got := make(chan delivery, 8)
+			dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, err := io.ReadAll(r.Body)
+				if err == nil {
+					err = harness.CheckDelivery(r, body)
+				}
+				if !strings.HasSuffix(r.URL.Path, "/batch") {
+					var ev struct {
+						Type string `json:"type"`
+					}
+					_ = jsonUnmarshal(body, &ev)
+					got <- delivery{typ: ev.Type, path: r.URL.Path, err: err}
+					w.WriteHeader(http.StatusOK)
+					return
+				}
+				var batch struct {
+					Items []struct {
+						Key   string `json:"idempotency_key"`
+						Event struct {
+							Type string `json:"type"`
+						} `json:"event"`
+					} `json:"items"`
+				}
+				_ = jsonUnmarshal(body, &batch)
+				var answer struct {
+					Items []map[string]any `json:"items"`
+				}
+				for _, it := range batch.Items {
+					got <- delivery{typ: it.Event.Type, path: r.URL.Path, err: err}
+					answer.Items = append(answer.Items, map[string]any{"idempotency_key": it.Key, "status": 200, "duplicate": false})
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(answer)
+			}))
+			t.Cleanup(dest.Close)
+			env := harness.New(t, harness.Options{LogisticsURL: dest.URL + "/webhooks/finance",
+				FinanceEnv: map[string]string{"DISPATCH_MODE": mode}})
 
-	inv := issue(t, env, "cust-openapi")
-	require.Equal(t, http.StatusCreated, pay(t, env, inv, "pay-openapi").Status)
-	r := harness.Call(t, http.MethodPost, env.Finance.URL+"/v1/invoices/"+inv.ID+"/refunds", harness.ClerkToken,
-		map[string]any{"refund_id": "ref-openapi", "reason": "damaged"})
-	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+			inv := issue(t, env, "cust-openapi")
+			require.Equal(t, http.StatusCreated, pay(t, env, inv, "pay-openapi").Status)
+			r := harness.Call(t, http.MethodPost, env.Finance.URL+"/v1/invoices/"+inv.ID+"/refunds", harness.ClerkToken,
+				map[string]any{"refund_id": "ref-openapi", "reason": "damaged"})
+			require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
 
-	var types []string
-	for range 3 {
-		select {
-		case d := <-got:
-			require.NoError(t, d.err, d.typ)
-			types = append(types, d.typ)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("only %v delivered", types)
-		}
+			var types []string
+			for range 3 {
+				select {
+				case d := <-got:
+					require.NoError(t, d.err, d.typ)
+					require.Equal(t, mode == "batch", strings.HasSuffix(d.path, "/batch"), d.path)
+					types = append(types, d.typ)
+				case <-time.After(30 * time.Second):
+					t.Fatalf("only %v delivered", types)
+				}
+			}
+			require.Equal(t, []string{"invoice.issued", "invoice.paid", "invoice.refunded"}, types)
+		})
 	}
-	require.Equal(t, []string{"invoice.issued", "invoice.paid", "invoice.refunded"}, types)
+}
+
+// delivery is one event a destination received, with what is wrong with its request.
+type delivery struct {
+	typ, path string
+	err       error
 }

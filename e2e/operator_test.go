@@ -85,8 +85,13 @@ func waitForShipment(t *testing.T, env *harness.Env, inv invoice, state string, 
 }
 
 // rejectIssued answers 422 to the invoice.issued events of customers named skip-…,
-// and passes everything else on to logistics.
+// and passes everything else on to logistics. It has no batch endpoint (404), so
+// finance sends it single requests.
 func rejectIssued(w http.ResponseWriter, r *http.Request, _ *gateway) bool {
+	if strings.HasSuffix(r.URL.Path, "/batch") {
+		http.NotFound(w, r)
+		return true
+	}
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var env struct {

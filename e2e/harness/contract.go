@@ -121,23 +121,32 @@ func (c *contract) check(req *http.Request, body []byte, resp Response) error {
 
 func isClientError(status int) bool { return status >= 400 && status < 500 }
 
+// BatchWebhook names the webhook of a batch delivery (to the destination + "/batch").
+const BatchWebhook = "invoice.events.batch"
+
 // CheckDelivery returns what is wrong with a request finance sent to a destination, or
 // nil when it is the one the `webhooks` of finance's document describe for the event
-// type its body names: the headers, the signature's headers and the envelope.
+// type its body names (or, sent to a batch endpoint, for a batch): the headers, the
+// signature's headers and the envelope.
 func CheckDelivery(req *http.Request, body []byte) error {
 	c, err := contractOf("finance")
 	if err != nil {
 		return err
 	}
 	var ev struct {
-		Type string `json:"type"`
+		Type  string          `json:"type"`
+		Items json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return fmt.Errorf("the delivery is not a JSON event: %w", err)
 	}
-	item := c.doc.Webhooks[ev.Type]
+	name := ev.Type
+	if strings.HasSuffix(req.URL.Path, "/batch") {
+		name = BatchWebhook
+	}
+	item := c.doc.Webhooks[name]
 	if item == nil || item.Post == nil {
-		return fmt.Errorf("the document describes no webhook %q", ev.Type)
+		return fmt.Errorf("the document describes no webhook %q", name)
 	}
 	sent := req.Clone(context.Background())
 	sent.Body = io.NopCloser(bytes.NewReader(body))

@@ -110,9 +110,10 @@ func (c *config) dispatchSettings() ([]envconf.Setting, []envconf.Rule) {
 		envconf.Bool(&c.DispatchOn, "DISPATCH_ENABLED", true, "run the dispatcher in this process"),
 		envconf.Duration(&d.Interval, "DISPATCH_INTERVAL", 5*time.Second, 100*time.Millisecond, "safety-net poll"),
 		envconf.Int(&d.Batch, "DISPATCH_BATCH", 100, 1, 0, "most events claimed at once"),
-		envconf.String(&d.Mode, "DISPATCH_MODE", delivery.ModeSingle,
-			"single (one request per event) or batch (one request per claimed batch, to "+
-				"LOGISTICS_WEBHOOK_URL + \"/batch\")", checkMode),
+		envconf.String(&d.Mode, "DISPATCH_MODE", delivery.ModeBatch,
+			"batch (one request per claimed batch to LOGISTICS_WEBHOOK_URL + \"/batch\"; a lone "+
+				"event goes at once, a receiver without the endpoint gets single requests) or "+
+				"single (one request per event)", checkMode),
 		concurrency,
 		envconf.Duration(&d.Lease, "DISPATCH_LEASE", 30*time.Second, 3*time.Second,
 			"claim lease, more than DISPATCH_TIMEOUT + 1s"),

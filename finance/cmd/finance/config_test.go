@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/envconf"
 )
 
@@ -153,7 +154,8 @@ func TestDefaultsAreValid(t *testing.T) {
 	require.Equal(t, 100, cfg.Dispatch.Batch)
 	require.True(t, cfg.MigrateOnStart)
 	require.True(t, cfg.DispatchOn)
-	require.Equal(t, 16, cfg.Dispatch.Concurrency)
+	require.Equal(t, delivery.ModeBatch, cfg.Dispatch.Mode, "batch mode is the default")
+	require.Equal(t, 1, cfg.Dispatch.Concurrency, "one batch in flight per replica")
 	require.Equal(t, 30*time.Second, cfg.Dispatch.Lease)
 	require.Equal(t, cfg.Dispatch.Lease, cfg.Breaker.ProbeLease)
 	require.Equal(t, "finance_breakers", cfg.Breaker.Table)

@@ -31,6 +31,10 @@ func TestDispatcherDeliversWhileTheAPIPoolIsExhausted(t *testing.T) {
 	received := make(chan string, 16)
 	logistics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
+		if strings.HasSuffix(r.URL.Path, "/batch") {
+			http.NotFound(w, r) // no batch endpoint: the dispatcher sends single requests
+			return
+		}
 		received <- r.Header.Get("X-Idempotency-Key")
 	}))
 	t.Cleanup(logistics.Close)

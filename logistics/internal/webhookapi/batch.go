@@ -11,7 +11,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/uptrace/bun"
 
+	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/problem"
 
 	"handoff/logistics/internal/shipment"
@@ -43,9 +45,12 @@ type ItemAnswer struct {
 }
 
 // batchItem is one item of a batch request; its attempt number is transport detail
-// and is not read.
+// and is not read. Its correlation id, when valid, tags the item's log lines as a
+// single request's X-Request-ID would; an invalid one is ignored, as a bad
+// X-Request-ID is.
 type batchItem struct {
 	IdempotencyKey string          `json:"idempotency_key"`
+	CorrelationID  string          `json:"correlation_id"`
 	Event          json.RawMessage `json:"event"`
 }
 
@@ -127,6 +132,9 @@ func parseItem(raw json.RawMessage) (string, event, error) {
 		return it.IdempotencyKey, event{}, err
 	}
 	ev.IdempotencyKey = it.IdempotencyKey
+	if httpserver.ValidRequestID(it.CorrelationID) {
+		ev.correlationID = it.CorrelationID
+	}
 	return it.IdempotencyKey, ev, nil
 }
 
@@ -192,7 +200,10 @@ func (h *Handler) itemAnswer(ctx context.Context, ev event, out inbox.BatchOutco
 		a.Status, a.Error, a.RetryAfter = p.Status, p, int(math.Ceil(p.RetryAfter.Seconds()))
 		return a, nil
 	}
-	h.cfg.Log.DebugContext(ctx, "webhook event processed", "event_id", ev.ID, "event_type", ev.Type,
+	if ev.correlationID != "" {
+		ctx = logging.WithCorrelationID(ctx, ev.correlationID)
+	}
+	h.cfg.Log.InfoContext(ctx, "webhook event processed", "event_id", ev.ID, "event_type", ev.Type,
 		"invoice_id", ev.InvoiceID, "sequence", ev.Sequence, "idempotency_key", ev.IdempotencyKey,
 		"duplicate", out.Duplicate, "result", out.Result)
 	if h.cfg.OnProcessed != nil {

@@ -50,6 +50,8 @@ type event struct {
 	// PriorHash covers the whole envelope, id and occurred_at included: the form of
 	// the hash stored before Hash, compared with the records of that time.
 	PriorHash []byte
+	// correlationID is a batch item's correlation id, for its log lines.
+	correlationID string
 	shipment.Event
 }
 

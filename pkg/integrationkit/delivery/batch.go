@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,9 +34,13 @@ type BatchRequest struct {
 // BatchItem is one event of a batch, with the key and attempt a single request would
 // carry in its headers.
 type BatchItem struct {
-	IdempotencyKey string   `json:"idempotency_key"`
-	Attempt        int      `json:"attempt"`
-	Event          Envelope `json:"event"`
+	IdempotencyKey string `json:"idempotency_key"`
+	Attempt        int    `json:"attempt"`
+	// CorrelationID is the X-Request-ID a single request would carry: the correlation
+	// id of the request that wrote the event, so one grep follows it into the
+	// receiver's logs in batch mode too.
+	CorrelationID string   `json:"correlation_id,omitempty"`
+	Event         Envelope `json:"event"`
 }
 
 // BatchResponse is the receiver's answer: one item per request item.
@@ -232,7 +237,8 @@ const batchResponseBytes = 4 << 20
 func batchRequest(recs []outbox.Record) BatchRequest {
 	items := make([]BatchItem, len(recs))
 	for i, rec := range recs {
-		items[i] = BatchItem{IdempotencyKey: rec.IdempotencyKey, Attempt: rec.Requests + 1, Event: envelope(rec)}
+		items[i] = BatchItem{IdempotencyKey: rec.IdempotencyKey, Attempt: rec.Requests + 1,
+			CorrelationID: cmp.Or(rec.CorrelationID, rec.ID.String()), Event: envelope(rec)}
 	}
 	return BatchRequest{Items: items}
 }

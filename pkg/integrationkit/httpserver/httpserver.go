@@ -46,6 +46,10 @@ func New(log *slog.Logger) *echo.Echo {
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
+// ValidRequestID reports whether id is taken as a correlation id (an X-Request-ID, or
+// a batch item's correlation_id): 1 to 128 of A-Z a-z 0-9 . _ : -.
+func ValidRequestID(id string) bool { return validRequestID.MatchString(id) }
+
 // correlation takes the caller's X-Request-ID (or makes one), echoes it back and puts
 // it in the request context for logs and outbox rows.
 func correlation(next echo.HandlerFunc) echo.HandlerFunc {
