@@ -163,7 +163,7 @@ func newServer(db *bun.DB, cfg Config, log *slog.Logger) (*echo.Echo, error) {
 	})
 	reg := metrics.NewRegistry()
 	hooks := metrics.NewWebhook(reg, "logistics")
-	e.Use(hooks.Middleware(webhookapi.Path, webhookapi.BatchPath))
+	e.Use(metrics.NewHTTP(reg, "logistics").Middleware(), hooks.Middleware(webhookapi.Path, webhookapi.BatchPath))
 	metrics.Register(e, reg)
 	shipments := shipment.NewService(db)
 	wh, err := webhookapi.New(webhookapi.Config{
