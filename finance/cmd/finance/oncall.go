@@ -66,7 +66,7 @@ func newOncall(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	ret, err := newRetention(db, cfg.Oncall.Retention, log)
+	ret, err := newRetention(db, cfg.Oncall.Retention, metrics.NewRetention(reg, "finance"), log)
 	if err != nil {
 		return nil, err
 	}
