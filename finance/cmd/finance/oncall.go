@@ -52,7 +52,7 @@ func newOncall(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (
 		return nil, err
 	}
 	reg := metrics.NewRegistry()
-	reg.MustRegister(metrics.NewOutboxCollector("finance", db, store, br))
+	reg.MustRegister(metrics.NewOutboxCollector("finance", db, store, br), reconcile.NewCollector("finance", db))
 	o := &oncall{
 		Observer: delivery.Observers{pg.DeliveryObserver(), metrics.NewDelivery(reg, "finance")},
 		Metrics:  reg,
