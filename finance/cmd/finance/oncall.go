@@ -52,7 +52,7 @@ func newOncall(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (
 		return nil, err
 	}
 	reg := metrics.NewRegistry()
-	reg.MustRegister(metrics.NewOutboxCollector("finance", db, store, br))
+	reg.MustRegister(metrics.NewOutboxCollector("finance", db, store, br), reconcile.NewCollector("finance", db))
 	o := &oncall{
 		Observer: delivery.Observers{pg.DeliveryObserver(), metrics.NewDelivery(reg, "finance")},
 		Metrics:  reg,
@@ -66,7 +66,7 @@ func newOncall(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	ret, err := newRetention(db, cfg.Oncall.Retention, log)
+	ret, err := newRetention(db, cfg.Oncall.Retention, metrics.NewRetention(reg, "finance"), log)
 	if err != nil {
 		return nil, err
 	}

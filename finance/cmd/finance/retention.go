@@ -17,8 +17,9 @@ import (
 
 // newRetention returns finance's retention jobs: delivered events move
 // to the archive with their attempts, archived ones and old reconciliation reports
-// are deleted, and so are idempotency keys past their window.
-func newRetention(db *bun.DB, c retentionConfig, log *slog.Logger) (*retention.Runner, error) {
+// are deleted, and so are idempotency keys past their window. obs, when not nil, hears
+// every scheduled run.
+func newRetention(db *bun.DB, c retentionConfig, obs retention.Observer, log *slog.Logger) (*retention.Runner, error) {
 	archive, err := retention.ArchiveOutbox(retention.ArchiveSpec{
 		Outbox: invoice.OutboxTable, OlderThan: c.OutboxAge, Batch: c.Batch})
 	if err != nil {
@@ -43,7 +44,7 @@ func newRetention(db *bun.DB, c retentionConfig, log *slog.Logger) (*retention.R
 		return idem.Purge(ctx, c.IdempotencyAge)
 	}}
 	return retention.New(db, retention.Config{
-		Schedule: c.Schedule, Lock: "finance:retention", Log: log,
+		Schedule: c.Schedule, Lock: "finance:retention", Log: log, Observer: obs,
 		Tasks: []retention.Task{archive, purgeArchive, purgeReports, keys},
 	})
 }
@@ -58,7 +59,7 @@ func retentionCommand(ctx context.Context, cfg config, args []string, stdout io.
 		return err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	r, err := newRetention(db, cfg.Oncall.Retention, slog.New(slog.DiscardHandler))
+	r, err := newRetention(db, cfg.Oncall.Retention, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

@@ -104,6 +104,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 func newServer(db *bun.DB, cfg config, guard *egress.Dialer, reg *prometheus.Registry, log *slog.Logger) (
 	e *echo.Echo, closeOps func(), err error) {
 	e = httpserver.New(log)
+	e.Use(metrics.NewHTTP(reg, "finance").Middleware())
 	cfg.TrustedProxies.Apply(e)
 	httpserver.Health(e, func(ctx context.Context) error { return pgdb.CheckCurrent(ctx, db, migrations.Finance()) })
 	svc, err := invoice.NewService(db, invoice.Config{Destination: cfg.WebhookURL})

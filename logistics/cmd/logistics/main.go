@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
 	"golang.org/x/sync/errgroup"
 
@@ -139,11 +140,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Tokens.Roles()[warehouseapi.Role] == 0 {
 		log.Warn("API_TOKENS has no warehouse token: the warehouse API will refuse every request")
 	}
-	e, err := newServer(db, cfg, log)
+	reg := metrics.NewRegistry()
+	e, err := newServer(db, cfg, reg, log)
 	if err != nil {
 		return err
 	}
-	ret, err := newRetention(db, cfg.Retention, log)
+	ret, err := newRetention(db, cfg.Retention, metrics.NewRetention(reg, "logistics"), log)
 	if err != nil {
 		return err
 	}
@@ -155,15 +157,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return g.Wait()
 }
 
-// newServer wires every route of the service, and the OpenAPI document that lists them.
-func newServer(db *bun.DB, cfg Config, log *slog.Logger) (*echo.Echo, error) {
+// newServer wires every route of the service, /metrics of reg, and the OpenAPI
+// document that lists them.
+func newServer(db *bun.DB, cfg Config, reg *prometheus.Registry, log *slog.Logger) (*echo.Echo, error) {
 	e := httpserver.New(log)
 	httpserver.Health(e, func(ctx context.Context) error {
 		return pgdb.CheckCurrent(ctx, db, migrations.Logistics())
 	})
-	reg := metrics.NewRegistry()
 	hooks := metrics.NewWebhook(reg, "logistics")
-	e.Use(hooks.Middleware(webhookapi.Path, webhookapi.BatchPath))
+	e.Use(metrics.NewHTTP(reg, "logistics").Middleware(), hooks.Middleware(webhookapi.Path, webhookapi.BatchPath))
 	metrics.Register(e, reg)
 	shipments := shipment.NewService(db)
 	wh, err := webhookapi.New(webhookapi.Config{

@@ -45,7 +45,8 @@ func (c *retentionConfig) settings() []envconf.Setting {
 
 // newRetention returns logistics' retention job: processed events older than the
 // window are deleted. Finance's reconciliation cannot look further back than this.
-func newRetention(db *bun.DB, c retentionConfig, log *slog.Logger) (*retention.Runner, error) {
+// obs, when not nil, hears every scheduled run.
+func newRetention(db *bun.DB, c retentionConfig, obs retention.Observer, log *slog.Logger) (*retention.Runner, error) {
 	purge, err := retention.Purge(retention.PurgeSpec{
 		Table: webhookapi.ProcessedEventsTable, Key: "idempotency_key", Time: "received_at",
 		OlderThan: c.ProcessedAge, Batch: c.Batch})
@@ -53,7 +54,7 @@ func newRetention(db *bun.DB, c retentionConfig, log *slog.Logger) (*retention.R
 		return nil, err
 	}
 	return retention.New(db, retention.Config{Schedule: c.Schedule, Lock: "logistics:retention", Log: log,
-		Tasks: []retention.Task{purge}})
+		Observer: obs, Tasks: []retention.Task{purge}})
 }
 
 // retentionCommand runs `logistics retention run`: the job now, one line per table.
@@ -63,7 +64,7 @@ func retentionCommand(ctx context.Context, cfg Config, stdout io.Writer) (err er
 		return err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	r, err := newRetention(db, cfg.Retention, slog.New(slog.DiscardHandler))
+	r, err := newRetention(db, cfg.Retention, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"handoff/docs/openapi"
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/apidoc"
+	"handoff/pkg/integrationkit/metrics"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
@@ -21,7 +22,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	db, _ := pgtest.NewDB(t, "logistics", migrations.Logistics())
 	cfg, err := parseConfig(env(map[string]string{"WEBHOOK_SECRET": testSecret, "API_TOKENS": testTokens}), "serve")
 	require.NoError(t, err)
-	e, err := newServer(db, cfg, slog.New(slog.DiscardHandler))
+	e, err := newServer(db, cfg, metrics.NewRegistry(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 
 	undocumented, unrouted, err := apidoc.Compare(e.Routes(), openapi.Logistics())

@@ -5,7 +5,8 @@
 // latency, end-to-end latency from the event's creation to its delivery) and
 // OutboxCollector reads the outbox depth, the oldest pending age and the circuit
 // states from the database at scrape time. For a receiver: Webhook counts webhook
-// answers by status, duplicates and handler latency.
+// answers by status, duplicates and handler latency. For every server: HTTP counts
+// and times each request by route pattern, method and status.
 //
 // /metrics is unauthenticated: serve it only on the service's own port, which is not
 // meant to be exposed beyond the operators' network.

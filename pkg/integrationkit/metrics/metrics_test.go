@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"handoff/pkg/integrationkit/metrics"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/outbox/outboxtest"
+	"handoff/pkg/integrationkit/retention"
 )
 
 func TestMain(m *testing.M) {
@@ -116,6 +118,30 @@ func TestWebhookSeries(t *testing.T) {
 		`recv_webhook_requests_total{status="401"} 1`,
 		`recv_webhook_duplicates_total 1`,
 		`recv_webhook_duration_seconds_count 3`,
+	} {
+		require.Contains(t, body, series)
+	}
+}
+
+// Retention runs by result, each result present from the start.
+func TestRetentionSeries(t *testing.T) {
+	t.Parallel()
+	reg := metrics.NewRegistry()
+	r := metrics.NewRetention(reg, "svc")
+	e := echo.New()
+	metrics.Register(e, reg)
+	require.Contains(t, scrape(t, e), `svc_retention_runs_total{result="failed"} 0`)
+
+	ctx := context.Background()
+	r.Ran(ctx, retention.Report{Counts: []retention.Count{{Task: "t", Rows: 3}}}, nil)
+	r.Ran(ctx, retention.Report{Skipped: true}, nil)
+	r.Ran(ctx, retention.Report{}, errors.New("connection lost"))
+	r.Ran(ctx, retention.Report{}, nil)
+	body := scrape(t, e)
+	for _, series := range []string{
+		`svc_retention_runs_total{result="ok"} 2`,
+		`svc_retention_runs_total{result="skipped"} 1`,
+		`svc_retention_runs_total{result="failed"} 1`,
 	} {
 		require.Contains(t, body, series)
 	}

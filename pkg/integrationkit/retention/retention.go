@@ -56,6 +56,14 @@ type Config struct {
 	Tasks []Task
 	// Log receives one line per run; nil discards.
 	Log *slog.Logger
+	// Observer hears the result of every scheduled run; nil hears nothing.
+	Observer Observer
+}
+
+// Observer hears what a scheduled run did (metrics.Retention implements it): a
+// skipped run, a finished one, or one that failed with err. It must not block.
+type Observer interface {
+	Ran(ctx context.Context, rep Report, err error)
 }
 
 // Runner runs the tasks now (RunOnce) or on the schedule (Run).
@@ -129,6 +137,9 @@ func (r *Runner) Run(ctx context.Context) error {
 func (r *Runner) scheduled(ctx context.Context) {
 	start := time.Now()
 	rep, err := r.RunOnce(ctx)
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.Ran(ctx, rep, err)
+	}
 	attrs := []any{"skipped", rep.Skipped, "duration_ms", time.Since(start).Milliseconds()}
 	for _, c := range rep.Counts {
 		attrs = append(attrs, c.Task, c.Rows)

@@ -2,6 +2,7 @@ package retention_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -254,6 +255,35 @@ func TestRunStopsWhenItsLockIsLost(t *testing.T) {
 	require.NoError(t, second.err)
 	require.Equal(t, []retention.Count{{Task: "things", Rows: 2}}, second.rep.Counts)
 	require.Equal(t, []int{1, 3, 4}, ids(t, b.db), "the first run did nothing after its lock was lost")
+}
+
+// observed passes the first observed run on to a channel and drops the others.
+type observed chan error
+
+func (o observed) Ran(_ context.Context, _ retention.Report, err error) {
+	select {
+	case o <- err:
+	default:
+	}
+}
+
+// A scheduled run tells its observer what came of it, a failing task included.
+func TestScheduledRunsAreObserved(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	runs := make(observed, 1)
+	r, err := retention.New(b.db, retention.Config{Schedule: "@every 1s", Observer: runs,
+		Tasks: []retention.Task{{Name: "broken", Run: func(context.Context, bun.IDB) (int64, error) {
+			return 0, errors.New("disk full")
+		}}}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	err = await(t, runs)
+	cancel()
+	require.NoError(t, await(t, done))
+	require.ErrorContains(t, err, "retention broken: disk full")
 }
 
 // await receives from ch (a close counts), failing the test after ten seconds.

@@ -1,0 +1,60 @@
+package reconcile_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"handoff/finance/internal/reconcile"
+	"handoff/migrations"
+	"handoff/pkg/integrationkit/pgtest"
+)
+
+// The collector exports the newest report: nothing before the first run, its
+// discrepancies by kind after a finished one, only the failure after a failed one.
+func TestCollectorExportsTheNewestReport(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := reconcile.NewCollector("finance", b.db)
+	require.Zero(t, testutil.CollectAndCount(c), "no run, no series")
+
+	b.event(t, "lost", "delivered", 2*time.Minute, false)
+	b.event(t, "stuck", "pending", 20*time.Minute, false)
+	now := time.Now()
+	_, err := b.rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+	require.NoError(t, err)
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP finance_reconcile_discrepancies Discrepancies found by the newest finished reconciliation, by kind (missing, unknown, overdue).
+# TYPE finance_reconcile_discrepancies gauge
+finance_reconcile_discrepancies{kind="missing"} 1
+finance_reconcile_discrepancies{kind="overdue"} 1
+finance_reconcile_discrepancies{kind="unknown"} 0
+# HELP finance_reconcile_failed 1 when the newest reconciliation could not finish, else 0.
+# TYPE finance_reconcile_failed gauge
+finance_reconcile_failed 0
+`), "finance_reconcile_discrepancies", "finance_reconcile_failed"))
+	require.Equal(t, 1, testutil.CollectAndCount(c, "finance_reconcile_last_run_timestamp_seconds"))
+}
+
+func TestCollectorAfterAFailedRun(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	now := time.Now()
+	_, err := reconcile.New(db, opsAPI(t, srv.URL), nil, reconcile.Config{}, nil).
+		Reconcile(context.Background(), now.Add(-time.Hour), now)
+	require.Error(t, err)
+	c := reconcile.NewCollector("finance", db)
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP finance_reconcile_failed 1 when the newest reconciliation could not finish, else 0.
+# TYPE finance_reconcile_failed gauge
+finance_reconcile_failed 1
+`), "finance_reconcile_discrepancies", "finance_reconcile_failed"))
+}
