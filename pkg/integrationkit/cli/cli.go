@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -180,7 +181,7 @@ func (p Program) Parse(args []string) (Call, error) {
 	case errors.Is(err, flag.ErrHelp):
 		return Call{Help: usage}, nil
 	case err != nil:
-		return bad(err)
+		return bad(errors.New(singleDash.ReplaceAllString(err.Error(), "$1--$2")))
 	case len(pos) < cmd.MinArgs:
 		return bad(fmt.Errorf("missing %s", cmd.Args))
 	case len(pos) > cmd.MaxArgs:
@@ -226,6 +227,10 @@ func (p Program) group(args []string) (Call, error) {
 	}
 	return Call{}, &UsageError{Command: args[0], Err: fmt.Errorf("unknown command %q", args[1]), Usage: usage}
 }
+
+// singleDash finds the flag package's "-name" in its errors, which say "--name" as the
+// usages do.
+var singleDash = regexp.MustCompile(`(: |flag |for )-([A-Za-z])`)
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 

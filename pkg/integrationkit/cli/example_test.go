@@ -42,7 +42,7 @@ func ExampleProgram_Parse() {
 	//
 	// Flags:
 	//   --batch=<rows>  rows per statement (default 1000)
-	// svc: retention run: invalid value "x" for flag -batch: parse error
+	// svc: retention run: invalid value "x" for flag --batch: parse error
 	//
 	// Usage: svc retention run [flags]
 	//
