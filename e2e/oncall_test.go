@@ -329,7 +329,7 @@ func TestReconciliationFindsADeletedProcessedEvent(t *testing.T) {
 	}, 15*time.Second, 10*time.Millisecond)
 
 	out, err := reconcileCLI(t, env)
-	require.NoError(t, err, out)
+	require.NoError(t, err, out, "a clean window exits 0")
 	require.Regexp(t, `(?m)^delivered\s+10 `, out)
 	require.Regexp(t, `(?m)^delivered but never applied\s+0$`, out)
 	require.Regexp(t, `(?m)^applied but unknown to finance\s+0$`, out)
@@ -340,7 +340,9 @@ func TestReconciliationFindsADeletedProcessedEvent(t *testing.T) {
 		RETURNING idempotency_key`, lost)
 	require.Equal(t, lost, deleted)
 	out, err = reconcileCLI(t, env)
-	require.Error(t, err, "discrepancies exit non-zero")
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 1, exit.ExitCode(), "discrepancies exit 1: %s", out)
 	require.Regexp(t, `(?m)^delivered but never applied\s+1$`, out)
 	require.Regexp(t, `(?m)^applied but unknown to finance\s+0$`, out)
 	require.Equal(t, 1, strings.Count(out, "  invoice."), out)

@@ -26,6 +26,8 @@
 //   - strict: request input with one meaning: JSON decoding that refuses duplicate
 //     members, case-only member matches, deep nesting and trailing data, and a check
 //     of the query parameters each route takes.
+//   - cli: the command line of a binary: each command's flags declared once, its
+//     usage on --help and after a mistake (exit status 2), exit statuses by error type.
 //   - pgtest: a fresh, migrated PostgreSQL database per test.
 //   - pager: on-call alerts, deduplicated and rate-limited across replicas in
 //     PostgreSQL, sent to Slack off the delivery path.

@@ -4,14 +4,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"handoff/pkg/integrationkit/buildinfo"
+	"handoff/pkg/integrationkit/cli"
 	"handoff/pkg/integrationkit/httpserver"
 )
 
@@ -21,13 +20,19 @@ Usage:
   finance serve                  run the API and the dispatcher (migrates first unless
                                  MIGRATE_ON_START=false)
   finance migrate up|down|version
-  finance outbox stats           counts by status, oldest pending age, circuits, pauses
+  finance outbox stats [--json]  counts by status (pending: due now, in flight, the
+                                 oldest one's age), circuits, pauses, the latest
+                                 reconciliation
   finance outbox list [--status=pending|delivered|failed|skipped] [--type=] [--invoice=]
-                      [--from=] [--to=] [--limit=] [--cursor=]
-                                 events, newest first (--invoice takes INV-004711 or an id)
-  finance outbox show <event-id> one event with every attempt, operator action and its
-                                 payload
-  finance outbox trace <invoice> the invoice's events, attempts, operator actions and
+                      [--from=] [--to=] [--limit=] [--cursor=] [--json]
+                                 events, newest first (--invoice takes INV-004711 or an
+                                 id); a pending event held back by a failed one of its
+                                 invoice says "waiting for <type> #<seq> (failed)"
+  finance outbox show <event-id> [--json]
+                                 one event with every attempt, operator action and its
+                                 payload, and the failed event it waits for
+  finance outbox trace <invoice> [--json]
+                                 the invoice's events, attempts, operator actions and
                                  logistics' record
   The actions below need --reason= and are written to the audit log with the OS user
   (cli:<user>) in the transaction of their change; --dry-run counts what retry or
@@ -51,17 +56,24 @@ Usage:
   finance outbox resume [--destination=] --reason=
                                  stop or restart deliveries to a destination (default
                                  LOGISTICS_WEBHOOK_URL) on every replica
-  finance outbox audit [--event=] [--invoice=] [--limit=] [--cursor=]
+  finance outbox audit [--event=] [--invoice=] [--limit=] [--cursor=] [--json]
                                  the audit log, newest first
   finance retention run          archive and purge past their windows now; print counts
-  finance reconcile [--since=1h|<RFC 3339 time>]
+  finance reconcile [--since=1h|<RFC 3339 time>] [--json]
                                  compare deliveries with logistics' processed events
-                                 (default: the last RECONCILE_WINDOW); exit 1 on any
-                                 discrepancy
+                                 (default: the last RECONCILE_WINDOW); exit 0 clean,
+                                 1 discrepancies found, 2 could not reconcile
   finance healthcheck            exit 0 when the server at HTTP_ADDR answers /readyz
                                  (the container healthcheck; the image has no curl)
   finance version                print the build: module version, VCS revision, Go
-  finance help
+  finance help [<command>]       this help, or a command's: flags and what it does
+                                 (the same as finance <command> --help)
+
+--json prints one JSON document on stdout: snake_case fields, RFC 3339 times in UTC.
+Long commands (retention run, retry and skip by filter, reconcile) say what they do
+on stderr. Exit status: 0 done, 1 failed, 2 a mistake on the command line (an
+unknown command or flag, a bad value, a missing argument), printed on stderr with
+the usage of the command it was made in.
 
 `
 
@@ -69,49 +81,69 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "finance:", err)
-		if errors.Is(err, errUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
+	os.Exit(cli.Status("finance", err, os.Stderr))
 }
-
-var errUsage = errors.New("usage: finance serve | migrate up|down|version | outbox stats|list|show|trace|retry|skip|resend|retarget|pause|resume|audit | retention run | reconcile | healthcheck | version | help")
 
 // run executes the command in args with the environment environ ("NAME=value"
 // entries); it returns when the command is done or, for serve, after ctx ends and
-// everything has drained. An invalid configuration returns before anything starts.
+// everything has drained. A command line asking for help prints it to stdout and runs
+// nothing; a mistake on it is a *cli.UsageError (exit status 2), found before the
+// configuration is read. An invalid configuration returns before anything starts.
 func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errUsage
-	}
-	switch args[0] {
-	case "help", "-h", "--help":
-		_, err := fmt.Fprint(stdout, usage+(&config{}).settings().Help())
-		return err
-	case "version":
-		return buildinfo.Print(stdout, "finance")
-	}
-	cfg, err := parseConfig(environ, args[0])
+	e := env{environ: environ, stdout: stdout, stderr: stderr}
+	call, err := e.program().Parse(args)
 	if err != nil {
 		return err
 	}
-	switch args[0] {
-	case "serve":
-		return serve(ctx, cfg, stderr)
-	case "migrate":
-		return migrate(cfg, args[1:], stdout)
-	case "retention":
-		return retentionCommand(ctx, cfg, args[1:], stdout)
-	case "reconcile":
-		return reconcileCommand(ctx, cfg, args[1:], stdout)
-	case "outbox":
-		return outboxCommand(ctx, cfg, args[1:], stdout, stderr)
-	case "healthcheck":
-		return httpserver.Healthcheck(ctx, cfg.HTTPAddr)
-	default:
-		return fmt.Errorf("unknown command %q: %w", args[0], errUsage)
+	if call.Help != "" {
+		_, err := io.WriteString(stdout, call.Help)
+		return err
 	}
+	return call.Run(ctx)
+}
+
+// env is what a command runs with: the process's environment, which the commands
+// that need it read into a config, and where it writes: its result to stdout, its
+// progress and logs to stderr.
+type env struct {
+	environ        []string
+	stdout, stderr io.Writer
+}
+
+// config reads the environment for command (the first word of the command line).
+func (e env) config(command string) (config, error) { return parseConfig(e.environ, command) }
+
+// program declares every command of finance with its flags.
+func (e env) program() cli.Program {
+	cmds := []cli.Command{{
+		Name: "serve", Summary: "run the API and the dispatcher",
+		Help: "Run the API, the dispatcher and the on-call jobs until SIGINT or SIGTERM, then drain.\n" +
+			"Migrates the database first unless MIGRATE_ON_START=false. See finance help for\n" +
+			"the environment.",
+		Run: func(ctx context.Context, _ []string) error {
+			cfg, err := e.config("serve")
+			if err != nil {
+				return err
+			}
+			return serve(ctx, cfg, e.stderr)
+		},
+	}}
+	cmds = append(cmds, e.migrateCommands()...)
+	cmds = append(cmds, e.outboxCommands()...)
+	cmds = append(cmds, e.retentionCommand(), e.reconcileCommand(), cli.Command{
+		Name: "healthcheck", Summary: "exit 0 when the server at HTTP_ADDR answers /readyz",
+		Help: "Exit 0 when the server at HTTP_ADDR answers /readyz, 1 otherwise: the container\n" +
+			"healthcheck (the image has no curl).",
+		Run: func(ctx context.Context, _ []string) error {
+			cfg, err := e.config("healthcheck")
+			if err != nil {
+				return err
+			}
+			return httpserver.Healthcheck(ctx, cfg.HTTPAddr)
+		},
+	}, cli.Command{
+		Name: "version", Summary: "print the build: module version, VCS revision, Go version",
+		Run: func(context.Context, []string) error { return buildinfo.Print(e.stdout, "finance") },
+	})
+	return cli.Program{Name: "finance", Usage: usage, Help: usage + (&config{}).settings().Help(), Commands: cmds}
 }

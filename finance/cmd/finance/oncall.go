@@ -79,7 +79,7 @@ func newOncall(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (
 		log.Warn("LOGISTICS_OPS_TOKEN is not set: scheduled reconciliation with logistics is off")
 		return o, nil
 	}
-	rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, guard, pg, log)
+	rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, guard, pg, log, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -114,14 +114,16 @@ func newPager(db *bun.DB, c oncallConfig, guard *egress.Dialer, log *slog.Logger
 
 // newReconciler returns the reconciler of finance against logistics' ops API, called
 // through guard, and the function that releases its client; notifier may be nil (the
-// CLI prints instead of paging).
-func newReconciler(db *bun.DB, c reconcileConfig, guard *egress.Dialer, notifier reconcile.Notifier, log *slog.Logger) (*reconcile.Reconciler, func(), error) {
+// CLI prints instead of paging), and so may progress, which hears each page read from
+// logistics (the CLI shows it).
+func newReconciler(db *bun.DB, c reconcileConfig, guard *egress.Dialer, notifier reconcile.Notifier, log *slog.Logger,
+	progress func(read int)) (*reconcile.Reconciler, func(), error) {
 	client, err := logisticsops.New(logisticsops.Config{BaseURL: c.LogisticsURL, Token: c.OpsToken,
 		Timeout: 30 * time.Second, Guard: guard})
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid LOGISTICS_API_URL: %w", err)
 	}
-	rec := reconcile.New(db, reconcile.OpsAPI{Client: client}, notifier,
+	rec := reconcile.New(db, reconcile.OpsAPI{Client: client, Progress: progress}, notifier,
 		reconcile.Config{Overdue: c.Overdue, Window: c.Window}, log)
 	return rec, client.Close, nil
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/cli"
 	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
@@ -101,15 +103,22 @@ func TestRetentionRunPrintsCounts(t *testing.T) {
 	require.NoError(t, err)
 	lookup := []string{"DATABASE_URL=" + url}
 
-	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"retention", "run"}, lookup, &out, &out))
+	var out, progress bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"retention", "run"}, lookup, &out, &progress))
 	require.Regexp(t, `(?m)^finance_outbox\s+1$`, out.String())
 	require.Regexp(t, `(?m)^idempotency_keys\s+0$`, out.String())
+	require.Equal(t, "retention: finance_outbox: move events of finance_outbox delivered more than 30 days ago, "+
+		"with their attempts, to finance_outbox_archive\n"+
+		"retention: finance_outbox: 1 rows so far\n"+
+		"retention: finance_outbox_archive: delete rows of finance_outbox_archive whose delivered_at is older than 365 days\n"+
+		"retention: finance_reconciliations: delete rows of finance_reconciliations whose finished_at is older than 30 days\n"+
+		"retention: idempotency_keys: delete Idempotency-Key records older than 24h\n", progress.String(),
+		"what each job does, and its rows after each batch, on stderr")
 	out.Reset()
-	require.NoError(t, run(context.Background(), []string{"retention", "run"}, lookup, &out, &out))
+	require.NoError(t, run(context.Background(), []string{"retention", "run"}, lookup, &out, io.Discard))
 	require.Regexp(t, `(?m)^finance_outbox\s+0$`, out.String())
 
-	require.ErrorIs(t, run(context.Background(), []string{"retention"}, lookup, &out, &out), errUsage)
+	require.ErrorAs(t, run(context.Background(), []string{"retention"}, lookup, &out, &out), new(*cli.UsageError))
 }
 
 func TestReconcileNeedsTheOpsToken(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"handoff/finance/internal/audit"
+	"handoff/finance/internal/insight"
 	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/outbox"
 )
@@ -55,19 +56,42 @@ func stampPtr(t *time.Time) string {
 
 func lastError(ev outbox.StoredEvent) string { return clean(ev.LastFailure(), 70) }
 
+// ago says how long d is for a person: "12s", "4m10s", "3h05m", "2d4h".
+func ago(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return d.String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", d/time.Minute, d%time.Minute/time.Second)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", d/time.Hour, d%time.Hour/time.Minute)
+	}
+	return fmt.Sprintf("%dd%dh", d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
+}
+
+// printStats writes the overview, each count with what it counts.
 func printStats(w io.Writer, ov ops.Overview) {
 	st := ov.Stats
 	tw := newTable(w)
-	row(tw, "pending", strconv.FormatInt(st.Pending, 10))
-	row(tw, "in flight", strconv.FormatInt(st.InFlight, 10))
-	row(tw, "failed", strconv.FormatInt(st.Failed, 10))
-	row(tw, "delivered", strconv.FormatInt(st.Delivered, 10))
-	row(tw, "skipped", strconv.FormatInt(st.Skipped, 10))
-	row(tw, "oldest pending", st.OldestPendingAge.Round(time.Second).String())
+	pending := "(none)"
+	if st.Pending > 0 {
+		pending = fmt.Sprintf("(due now %d, in flight %d, oldest %s ago)", st.Due, st.InFlight, ago(st.OldestPendingAge))
+	}
+	row(tw, "pending", strconv.FormatInt(st.Pending, 10), pending)
+	row(tw, "failed", strconv.FormatInt(st.Failed, 10), "(dead letters: retry or skip them)")
+	row(tw, "delivered", strconv.FormatInt(st.Delivered, 10), "(still in the outbox; retention archives them)")
+	row(tw, "skipped", strconv.FormatInt(st.Skipped, 10), "(dead letters an operator gave up)")
 	row(tw, "as of", stamp(st.Now))
+	row(tw, "reconciliation", reconciliationLine(ov))
+	_ = tw.Flush()
+	tw = newTable(w) // the circuits' columns apart from the counts'
 	for _, c := range ov.Circuits {
-		cells := []string{"circuit", clean(c.Destination, 0), c.State, strconv.Itoa(c.Failures) + " failures",
-			"open until " + stampPtr(c.OpenUntil)}
+		state := c.State
+		if c.OpenUntil != nil {
+			state += " until " + stamp(*c.OpenUntil)
+		}
+		cells := []string{"circuit", clean(c.Destination, 0), state, strconv.Itoa(c.Failures) + " failures in a row"}
 		if c.PausedAt != nil {
 			cells = append(cells, "PAUSED since "+stamp(*c.PausedAt))
 		}
@@ -76,36 +100,86 @@ func printStats(w io.Writer, ov ops.Overview) {
 	_ = tw.Flush()
 }
 
-func printEvents(w io.Writer, page outbox.EventPage) {
+// reconciliationLine says what the latest reconciliation found, or why there is none.
+func reconciliationLine(ov ops.Overview) string {
+	r := ov.Reconciliation
+	if r == nil {
+		return ov.ReconciliationNote
+	}
+	window := fmt.Sprintf("of %s – %s, finished %s", stamp(r.From), stamp(r.To), stamp(r.FinishedAt))
+	switch {
+	case r.Error != "":
+		return "could not run (" + window + "): " + clean(r.Error, 0)
+	case r.Clean():
+		return "clean (" + window + ")"
+	}
+	return fmt.Sprintf("%d discrepancies (%s): %d delivered but never applied, %d applied but unknown, %d pending far past schedule",
+		r.MissingCount+r.UnknownCount+r.OverdueCount, window, r.MissingCount, r.UnknownCount, r.OverdueCount)
+}
+
+// status says an event's status with what holds it: a dispatcher sending it, a failed
+// earlier event of its invoice, or its destination's circuit or pause.
+func status(r insight.Row) string {
+	s := r.Status
+	switch {
+	case r.InFlight:
+		s += ", in flight"
+	case r.WaitingFor != nil:
+		s += fmt.Sprintf(", waiting for %s #%d (failed)", clean(r.WaitingFor.EventType, 40), r.WaitingFor.Sequence)
+	case r.Status == outbox.StatusPending && r.DeferredAt != nil:
+		s += ", " + deferral(r.DeferredBy)
+	}
+	return s
+}
+
+// deferral says what deferred a pending event without a request.
+func deferral(by string) string {
+	switch by {
+	case outbox.DeferredByCircuit:
+		return "held by its destination's open circuit"
+	case outbox.DeferredByPause:
+		return "held: its destination is paused"
+	}
+	return "deferred by " + clean(by, 40)
+}
+
+func printEvents(w io.Writer, rows []insight.Row, next *outbox.Cursor) {
 	tw := newTable(w)
 	row(tw, "ID", "CREATED", "TYPE", "INVOICE", "SEQ", "STATUS", "ATTEMPTS", "LAST ERROR")
-	for _, ev := range page.Items {
-		status := ev.Status
-		if ev.InFlight {
-			status += " (in flight)"
-		}
-		row(tw, ev.ID.String(), stamp(ev.CreatedAt), clean(ev.EventType, 40), clean(ev.AggregateKey, 40),
-			strconv.FormatInt(ev.Sequence, 10), status, fmt.Sprintf("%d/%d", ev.Attempts, ev.Requests), lastError(ev))
+	for _, r := range rows {
+		row(tw, r.ID.String(), stamp(r.CreatedAt), clean(r.EventType, 40), clean(r.Invoice, 40),
+			strconv.FormatInt(r.Sequence, 10), status(r), fmt.Sprintf("%d/%d", r.Attempts, r.Requests), lastError(r.StoredEvent))
 	}
 	_ = tw.Flush()
-	if len(page.Items) == 0 {
+	if len(rows) == 0 {
 		fmt.Fprintln(w, "no event matches")
 	}
-	if page.Next != nil {
-		fmt.Fprintf(w, "more: add --cursor=%s\n", page.Next)
+	if next != nil {
+		fmt.Fprintf(w, "more: add --cursor=%s\n", next)
 	}
 }
 
-func printEvent(w io.Writer, d outbox.EventDetail, actions []audit.Entry) {
+func printEvent(w io.Writer, r insight.Row, d outbox.EventDetail, actions []audit.Entry) {
 	tw := newTable(w)
 	row(tw, "event", d.ID.String())
 	row(tw, "type", clean(d.EventType, 0))
-	row(tw, "invoice", clean(d.AggregateKey, 0)+" (event "+strconv.FormatInt(d.Sequence, 10)+")")
+	invoice := clean(d.AggregateKey, 0)
+	if r.Invoice != d.AggregateKey {
+		invoice = clean(r.Invoice, 0) + " (" + invoice + ")"
+	}
+	row(tw, "invoice", invoice+", event "+strconv.FormatInt(d.Sequence, 10)+" of the invoice")
 	row(tw, "idempotency key", clean(d.IdempotencyKey, 0))
 	row(tw, "destination", clean(d.Destination, 0))
 	row(tw, "correlation id", clean(d.CorrelationID, 0))
 	row(tw, "status", d.Status)
-	row(tw, "attempts", fmt.Sprintf("%d counted, %d requests sent", d.Attempts, d.Requests))
+	if b := r.WaitingFor; b != nil {
+		row(tw, "waiting for", fmt.Sprintf("%s (%s, event %d of the invoice) (failed): an invoice's events go in order; "+
+			"fix and retry or skip that one, retrying this one changes nothing", b.ID, clean(b.EventType, 0), b.Sequence))
+	}
+	if d.Status == outbox.StatusPending && d.DeferredAt != nil {
+		row(tw, "deferred", deferral(d.DeferredBy)+" since "+stampPtr(d.DeferredAt)+"; the last error below is the real one")
+	}
+	row(tw, "attempts", fmt.Sprintf("%d counted against the budget, %d requests sent in all", d.Attempts, d.Requests))
 	row(tw, "created", stamp(d.CreatedAt))
 	row(tw, "last attempt", stampPtr(d.LastAttemptAt))
 	row(tw, "next attempt", stamp(d.NextAttemptAt))
@@ -208,7 +282,7 @@ func prettyJSON(raw []byte) string {
 	return buf.String()
 }
 
-func printTrace(w io.Writer, t ops.Trace) {
+func printTrace(w io.Writer, t ops.Trace, rows []insight.Row) {
 	inv := t.Invoice
 	fmt.Fprintf(w, "invoice %s  %s  status %s  customer %s  %d of %d %s paid\n\n",
 		inv.Number, inv.ID, inv.Status, clean(inv.CustomerID, 0), inv.PaidMinor, inv.TotalMinor, inv.Currency)
@@ -216,8 +290,8 @@ func printTrace(w io.Writer, t ops.Trace) {
 	if len(t.Events) == 0 {
 		fmt.Fprintln(w, "  none")
 	}
-	for _, ev := range t.Events {
-		fmt.Fprintf(w, "  %d. %s  %s  %s  key %s\n", ev.Sequence, clean(ev.EventType, 0), ev.Status, ev.ID, clean(ev.IdempotencyKey, 0))
+	for i, ev := range t.Events {
+		fmt.Fprintf(w, "  %d. %s  %s  %s  key %s\n", ev.Sequence, clean(ev.EventType, 0), status(rows[i]), ev.ID, clean(ev.IdempotencyKey, 0))
 		if ev.FailedReason != "" {
 			fmt.Fprintf(w, "     failed because: %s\n", clean(ev.FailedReason, 0))
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -13,11 +14,13 @@ import (
 
 	"handoff/finance/internal/invoice"
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/cli"
 	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
-type cli struct {
+// cliDB is a finance database for the outbox commands.
+type cliDB struct {
 	ctx context.Context
 	db  *bun.DB
 	env []string
@@ -25,7 +28,7 @@ type cli struct {
 
 // setupCLI gives the outbox commands a fresh finance database holding two paid
 // invoices, the first one's invoice.issued event dead-lettered.
-func setupCLI(t *testing.T) (*cli, invoice.Invoice, uuid.UUID) {
+func setupCLI(t *testing.T) (*cliDB, invoice.Invoice, uuid.UUID) {
 	t.Helper()
 	ctx := context.Background()
 	url := pgtest.NewURL(t, "finance", migrations.Finance())
@@ -53,10 +56,10 @@ func setupCLI(t *testing.T) (*cli, invoice.Invoice, uuid.UUID) {
 	_, err = db.NewRaw(`INSERT INTO finance_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, status_code, outcome)
 		VALUES (?, 8, now(), 12, 400, 'dead_letter')`, failed).Exec(ctx)
 	require.NoError(t, err)
-	return &cli{ctx: ctx, db: db, env: []string{"DATABASE_URL=" + url}}, first, failed
+	return &cliDB{ctx: ctx, db: db, env: []string{"DATABASE_URL=" + url}}, first, failed
 }
 
-func (c *cli) run(t *testing.T, args ...string) (string, error) {
+func (c *cliDB) run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	err := run(c.ctx, append([]string{"outbox"}, args...), c.env, &out, io.Discard)
@@ -64,7 +67,7 @@ func (c *cli) run(t *testing.T, args ...string) (string, error) {
 }
 
 // runEnv runs an outbox command with extra variables on top of the database's.
-func (c *cli) runEnv(t *testing.T, extra map[string]string, args ...string) (string, error) {
+func (c *cliDB) runEnv(t *testing.T, extra map[string]string, args ...string) (string, error) {
 	t.Helper()
 	var env []string
 	for k, v := range extra {
@@ -76,11 +79,31 @@ func (c *cli) runEnv(t *testing.T, extra map[string]string, args ...string) (str
 	return out.String(), err
 }
 
-func (c *cli) must(t *testing.T, args ...string) string {
+func (c *cliDB) must(t *testing.T, args ...string) string {
 	t.Helper()
 	out, err := c.run(t, args...)
 	require.NoError(t, err, out)
 	return out
+}
+
+// runAll runs an outbox command and returns its stdout, its stderr and the exit status
+// main would exit with (after writing the error to stderr).
+func (c *cliDB) runAll(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(c.ctx, append([]string{"outbox"}, args...), c.env, &out, &errOut)
+	code = cli.Status("finance", err, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// mustJSON runs an outbox command with --json and decodes its one document into v.
+func (c *cliDB) mustJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := c.must(t, append(args, "--json")...)
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(v), out)
+	require.False(t, dec.More(), "one document")
 }
 
 func TestOutboxListAndShow(t *testing.T) {
@@ -89,6 +112,7 @@ func TestOutboxListAndShow(t *testing.T) {
 
 	out := c.must(t, "list", "--status=failed")
 	require.Contains(t, out, "LAST ERROR")
+	require.Contains(t, out, " "+inv.Number+" ", "the invoice by its number")
 	require.Contains(t, out, failed.String())
 	require.Contains(t, out, "8/8")
 	require.NotContains(t, out, "\x1b", "no terminal escapes from a receiver reach the screen")
@@ -103,19 +127,42 @@ func TestOutboxListAndShow(t *testing.T) {
 	require.Equal(t, 2, strings.Count(out, "\n"), "the fourth event")
 
 	out = c.must(t, "show", failed.String())
-	for _, want := range []string{"invoice.issued", inv.ID.String(), "8 counted, 8 requests sent", "rejected: HTTP 400",
+	for _, want := range []string{"invoice.issued", inv.Number + " (" + inv.ID.String() + "), event 1 of the invoice",
+		"8 counted against the budget, 8 requests sent in all", "rejected: HTTP 400",
 		"dead_letter", `"invoice_number": "` + inv.Number + `"`} {
 		require.Contains(t, out, want)
 	}
+	require.NotContains(t, out, "waiting for", "the failed event waits for nothing")
 
 	out = c.must(t, "stats")
-	require.Regexp(t, `(?m)^failed\s+1$`, out)
-	require.Regexp(t, `(?m)^pending\s+3$`, out)
+	require.Regexp(t, `(?m)^failed\s+1\s+\(dead letters: retry or skip them\)$`, out)
+	require.Regexp(t, `(?m)^pending\s+3\s+\(due now 3, in flight 0, oldest \d+s ago\)$`, out)
+	require.Regexp(t, `(?m)^reconciliation\s+no reconciliation has run yet$`, out)
 
 	out = c.must(t, "trace", inv.Number)
 	require.Contains(t, out, "invoice "+inv.Number)
 	require.Contains(t, out, "1. invoice.issued  failed")
+	require.Contains(t, out, "2. invoice.paid  pending, waiting for invoice.issued #1 (failed)")
 	require.Contains(t, out, "logistics record unavailable")
+}
+
+// A pending event behind a failed one of its invoice says which, in list and show.
+func TestOutboxSaysWhatAPendingEventWaitsFor(t *testing.T) {
+	t.Parallel()
+	c, inv, failed := setupCLI(t)
+	var paid string
+	require.NoError(t, c.db.NewRaw(`SELECT id FROM finance_outbox WHERE aggregate_key = ? AND aggregate_seq = 2`,
+		inv.ID.String()).Scan(c.ctx, &paid))
+
+	out := c.must(t, "list", "--invoice="+inv.Number)
+	require.Regexp(t, `(?m)^`+paid+`\s.*\sinvoice\.paid\s+`+inv.Number+`\s+2\s+pending, waiting for invoice\.issued #1 \(failed\)\s`, out)
+	require.Regexp(t, `(?m)^`+failed.String()+`\s.*\s1\s+failed\s+8/8\s`, out)
+
+	out = c.must(t, "show", paid)
+	require.Regexp(t, `(?m)^waiting for\s+`+failed.String()+` \(invoice\.issued, event 1 of the invoice\) \(failed\): `, out)
+
+	c.must(t, "skip", failed.String(), "--reason=gave up")
+	require.NotContains(t, c.must(t, "show", paid), "waiting for", "a skipped head holds nothing back")
 }
 
 func TestOutboxRetry(t *testing.T) {
@@ -149,25 +196,61 @@ func TestOutboxRetry(t *testing.T) {
 	require.ErrorContains(t, err, "already delivered")
 }
 
-func TestOutboxUsage(t *testing.T) {
+// Every mistake on an outbox command line, caught by the flags or refused by what
+// they name, exits 2 with the usage of that command on stderr and nothing on stdout;
+// a refusal of the world (not found) exits 1 without usage.
+func TestOutboxMistakesExit2WithTheirUsage(t *testing.T) {
 	t.Parallel()
 	c, _, _ := setupCLI(t)
-	for _, args := range [][]string{{}, {"explode"}, {"list", "extra"}, {"list", "--nope"}, {"show"},
-		{"retry"}, {"retry", "--type=invoice.paid"}, {"trace"}, {"skip", "--reason=x"},
-		{"skip", uuid.NewString(), "--status=failed", "--reason=x"}, {"resend"}, {"resend", "a", "b"},
-		{"retarget", "--reason=x"}, {"pause", "extra"}, {"resume", "--nope"}, {"audit", "extra"}} {
-		_, err := c.run(t, args...)
-		require.ErrorIs(t, err, errUsage, "%v", args)
+	cases := []struct {
+		args  []string
+		usage string
+	}{
+		{[]string{}, "Usage: finance outbox <command>"},
+		{[]string{"explode"}, "Usage: finance outbox <command>"},
+		{[]string{"list", "extra"}, "Usage: finance outbox list [flags]"},
+		{[]string{"list", "--nope"}, "Usage: finance outbox list [flags]"},
+		{[]string{"list", "--status=lost"}, "Usage: finance outbox list [flags]"},
+		{[]string{"list", "--from=yesterday"}, "Usage: finance outbox list [flags]"},
+		{[]string{"list", "--limit=many"}, "Usage: finance outbox list [flags]"},
+		{[]string{"list", "--limit=501"}, "Usage: finance outbox list [flags]"},
+		{[]string{"list", "--cursor=zzz"}, "Usage: finance outbox list [flags]"},
+		{[]string{"stats", "--json=maybe"}, "Usage: finance outbox stats [flags]"},
+		{[]string{"show"}, "Usage: finance outbox show <event-id>"},
+		{[]string{"show", "42"}, "Usage: finance outbox show <event-id>"},
+		{[]string{"trace"}, "Usage: finance outbox trace <invoice>"},
+		{[]string{"retry"}, "Usage: finance outbox retry [<event-id>]"},
+		{[]string{"retry", "not-a-uuid"}, "Usage: finance outbox retry [<event-id>]"},
+		{[]string{"retry", "--type=invoice.paid"}, "Usage: finance outbox retry [<event-id>]"},
+		{[]string{"retry", "--status=delivered", "--reason=x"}, "Usage: finance outbox retry [<event-id>]"},
+		{[]string{"retry", uuid.NewString()}, "Usage: finance outbox retry [<event-id>]"},
+		{[]string{"skip", "--reason=x"}, "Usage: finance outbox skip [<event-id>]"},
+		{[]string{"skip", uuid.NewString(), "--status=failed", "--reason=x"}, "Usage: finance outbox skip [<event-id>]"},
+		{[]string{"resend"}, "Usage: finance outbox resend <event-id>"},
+		{[]string{"resend", "a", "b"}, "Usage: finance outbox resend <event-id>"},
+		{[]string{"retarget", "--reason=x"}, "Usage: finance outbox retarget [flags]"},
+		{[]string{"pause", "extra"}, "Usage: finance outbox pause [flags]"},
+		{[]string{"pause", "--reason= "}, "Usage: finance outbox pause [flags]"},
+		{[]string{"resume", "--nope"}, "Usage: finance outbox resume [flags]"},
+		{[]string{"audit", "extra"}, "Usage: finance outbox audit [flags]"},
+		{[]string{"audit", "--limit=501"}, "Usage: finance outbox audit [flags]"},
+		{[]string{"audit", "--cursor=zzz"}, "Usage: finance outbox audit [flags]"},
+		{[]string{"audit", "--event=zzz"}, "Usage: finance outbox audit [flags]"},
 	}
-	for _, args := range [][]string{{"show", "42"}, {"retry", "not-a-uuid"}, {"list", "--status=lost"},
-		{"list", "--from=yesterday"}, {"retry", "--status=delivered", "--reason=x"}, {"trace", "INV-424242"},
-		{"skip", uuid.NewString()}, {"pause", "--reason= "}, {"audit", "--limit=501"}, {"audit", "--cursor=zzz"}} {
-		_, err := c.run(t, args...)
-		require.Error(t, err, "%v", args)
-		require.NotErrorIs(t, err, errUsage, "%v", args)
+	for _, tc := range cases {
+		stdout, stderr, code := c.runAll(t, tc.args...)
+		require.Equal(t, 2, code, "%v: %s", tc.args, stderr)
+		require.Empty(t, stdout, "%v", tc.args)
+		require.Regexp(t, `(?m)^finance: `, stderr, "%v", tc.args)
+		require.Contains(t, stderr, "\n\n"+tc.usage, "%v", tc.args)
 	}
-	_, err := c.run(t, "show", uuid.NewString())
-	require.ErrorContains(t, err, "not found")
+	for _, args := range [][]string{{"show", uuid.NewString()}, {"trace", "INV-424242"},
+		{"skip", uuid.NewString(), "--reason=x"}, {"list", "--invoice=INV-424242"}} {
+		_, stderr, code := c.runAll(t, args...)
+		require.Equal(t, 1, code, "%v: %s", args, stderr)
+		require.NotContains(t, stderr, "Usage:", "%v", args)
+		require.Contains(t, stderr, "not found", "%v", args)
+	}
 }
 
 // Skip, resend, retarget, pause and resume from the command line, each recorded with

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 
 	"handoff/finance/internal/invoice"
+	"handoff/pkg/integrationkit/cli"
 	"handoff/pkg/integrationkit/idempotency"
 	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/retention"
@@ -36,34 +39,75 @@ func newRetention(db *bun.DB, c retentionConfig, obs retention.Observer, log *sl
 		return nil, err
 	}
 	// The keys are purged through the run's connection, the one that holds its lock.
-	keys := retention.Task{Name: idempotency.DefaultTable, Run: func(ctx context.Context, conn bun.IDB) (int64, error) {
+	purgeKeys := func(ctx context.Context, conn bun.IDB) (int64, error) {
 		idem, err := idempotency.New(conn, idempotency.Config{Logger: log})
 		if err != nil {
 			return 0, err
 		}
 		return idem.Purge(ctx, c.IdempotencyAge)
-	}}
+	}
+	keys := retention.Task{Name: idempotency.DefaultTable, Run: purgeKeys,
+		About: "delete Idempotency-Key records older than " + shortDuration(c.IdempotencyAge)}
 	return retention.New(db, retention.Config{
 		Schedule: c.Schedule, Lock: "finance:retention", Log: log, Observer: obs,
 		Tasks: []retention.Task{archive, purgeArchive, purgeReports, keys},
 	})
 }
 
-// retentionCommand runs `finance retention run`: every job now, one line per table.
-func retentionCommand(ctx context.Context, cfg config, args []string, stdout io.Writer) (err error) {
-	if len(args) != 1 || args[0] != "run" {
-		return fmt.Errorf("want retention run: %w", errUsage)
+// shortDuration writes d without its zero minutes and seconds: 24h, 1h30m.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
 	}
-	db, err := pgdb.Open(ctx, cfg.DatabaseURL, 4)
-	if err != nil {
-		return err
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
 	}
-	defer func() { err = errors.Join(err, db.Close()) }()
-	r, err := newRetention(db, cfg.Oncall.Retention, nil, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
+	return s
+}
+
+// retentionCommand is `finance retention run`: every job now, what each does and its
+// progress on stderr, one line per table on stdout.
+func (e env) retentionCommand() cli.Command {
+	return cli.Command{
+		Name: "retention run", Summary: "archive and purge past their windows now; print counts",
+		Help: "Run every retention job now, as the RETENTION_SCHEDULE does: move delivered events\n" +
+			"older than RETENTION_OUTBOX_AGE to the archive, delete archived events older than\n" +
+			"RETENTION_ARCHIVE_AGE, old reconciliation reports and Idempotency-Key records past\n" +
+			"RETENTION_IDEMPOTENCY_AGE. Each job says on stderr what it does and how many rows\n" +
+			"so far after each batch of RETENTION_BATCH; stdout gets one line per table.",
+		Run: func(ctx context.Context, _ []string) (err error) {
+			cfg, err := e.config("retention")
+			if err != nil {
+				return err
+			}
+			db, err := pgdb.Open(ctx, cfg.DatabaseURL, 4)
+			if err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, db.Close()) }()
+			r, err := newRetention(db, cfg.Oncall.Retention, nil, slog.New(slog.DiscardHandler))
+			if err != nil {
+				return err
+			}
+			return printRetention(retention.WithProgress(ctx, retentionProgress(e.stderr)), r, e.stdout)
+		},
 	}
-	return printRetention(ctx, r, stdout)
+}
+
+// retentionProgress tells w what each task of a run does before it starts, and its
+// rows so far after each batch.
+func retentionProgress(w io.Writer) retention.Progress {
+	return retention.Progress{
+		Start: func(t retention.Task) {
+			about := t.About
+			if about == "" {
+				about = "started"
+			}
+			fmt.Fprintf(w, "retention: %s: %s\n", t.Name, about)
+		},
+		Batch: func(task string, rows int64) { fmt.Fprintf(w, "retention: %s: %d rows so far\n", task, rows) },
+	}
 }
 
 // printRetention runs r once and prints what each task did.

@@ -1,12 +1,16 @@
 package insight
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"handoff/pkg/integrationkit/outbox"
 )
 
 // Blocker is a failed event: it holds back every later event of its invoice, since
@@ -52,6 +56,53 @@ func (s *Store) Blockers(ctx context.Context, keys []string) (Blockers, error) {
 		out[r.AggregateKey] = r
 	}
 	return out, nil
+}
+
+// Row is an event with what explains it in a list: its invoice's number and, when a
+// failed earlier event of its invoice holds it back, that event.
+type Row struct {
+	outbox.StoredEvent
+	// Invoice is the invoice's number, or its aggregate key when it has none.
+	Invoice string
+	// WaitingFor is the failed event holding this pending one back; nil when none.
+	WaitingFor *Blocker
+}
+
+// Rows looks up the invoice numbers of events and the failed events holding the
+// pending ones back, in one query each (InvoiceNumbers, Blockers).
+func (s *Store) Rows(ctx context.Context, events []outbox.StoredEvent) ([]Row, error) {
+	var keys, pendingKeys []string
+	for _, ev := range events {
+		keys = append(keys, ev.AggregateKey)
+		if ev.Status == outbox.StatusPending {
+			pendingKeys = append(pendingKeys, ev.AggregateKey)
+		}
+	}
+	numbers, err := s.InvoiceNumbers(ctx, compact(keys))
+	if err != nil {
+		return nil, err
+	}
+	blockers, err := s.Blockers(ctx, compact(pendingKeys))
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]Row, len(events))
+	for i, ev := range events {
+		rows[i] = Row{StoredEvent: ev, Invoice: cmp.Or(numbers[ev.AggregateKey], ev.AggregateKey)}
+		if ev.Status != outbox.StatusPending {
+			continue
+		}
+		if b, ok := blockers.Of(ev.AggregateKey, ev.Sequence); ok {
+			rows[i].WaitingFor = &b
+		}
+	}
+	return rows, nil
+}
+
+// compact returns keys sorted without repeats.
+func compact(keys []string) []string {
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // InvoiceNumbers returns the numbers (INV-004711) of the invoices whose ids are given

@@ -12,6 +12,7 @@ import (
 
 	"handoff/finance/internal/insight"
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
@@ -134,6 +135,19 @@ func TestBlockersAndInvoiceNumbers(t *testing.T) {
 	numbers, err := b.store.InvoiceNumbers(b.ctx, []string{key, "other", uuid.NewString()})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{key: "INV-000042"}, numbers)
+
+	rows, err := b.store.Rows(b.ctx, []outbox.StoredEvent{
+		{AggregateKey: key, Sequence: 4, Status: outbox.StatusPending},
+		{AggregateKey: key, Sequence: 3, Status: outbox.StatusFailed},
+		{AggregateKey: "other", Sequence: 1, Status: outbox.StatusPending},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "INV-000042", rows[0].Invoice)
+	require.NotNil(t, rows[0].WaitingFor)
+	require.Equal(t, head, rows[0].WaitingFor.ID)
+	require.Nil(t, rows[1].WaitingFor, "a failed event waits for nothing")
+	require.Equal(t, "other", rows[2].Invoice, "no invoice: the aggregate key")
+	require.Nil(t, rows[2].WaitingFor)
 }
 
 // The alerts panel lists the pager's rows, the most recently seen first, with what

@@ -11,13 +11,9 @@ import (
 )
 
 // eventRow is an event as a list shows it: with its invoice's number and, when a
-// failed earlier event of its invoice holds it back, that event.
+// failed earlier event of its invoice holds it back, that event (insight.Row).
 type eventRow struct {
-	outbox.StoredEvent
-	// Invoice is the invoice's number, or its aggregate key when it has none.
-	Invoice string
-	// WaitingFor is the failed event holding this pending one back; nil when none.
-	WaitingFor *insight.Blocker
+	insight.Row
 }
 
 // CanRetry reports whether a Retry would do something now: the event is pending or
@@ -40,32 +36,15 @@ func (r eventRow) Deferred() bool {
 // eventRows looks up the invoice numbers of events and the failed events holding the
 // pending ones back, in one query each.
 func (d *Dashboard) eventRows(ctx context.Context, events []outbox.StoredEvent) ([]eventRow, error) {
-	var keys, pendingKeys []string
-	for _, ev := range events {
-		keys = append(keys, ev.AggregateKey)
-		if ev.Status == outbox.StatusPending {
-			pendingKeys = append(pendingKeys, ev.AggregateKey)
-		}
-	}
-	numbers, err := d.cfg.Insight.InvoiceNumbers(ctx, compact(keys))
+	rows, err := d.cfg.Insight.Rows(ctx, events)
 	if err != nil {
 		return nil, err
 	}
-	blockers, err := d.cfg.Insight.Blockers(ctx, compact(pendingKeys))
-	if err != nil {
-		return nil, err
+	out := make([]eventRow, len(rows))
+	for i, r := range rows {
+		out[i] = eventRow{Row: r}
 	}
-	rows := make([]eventRow, len(events))
-	for i, ev := range events {
-		rows[i] = eventRow{StoredEvent: ev, Invoice: invoiceLabel(numbers, ev.AggregateKey)}
-		if ev.Status != outbox.StatusPending {
-			continue
-		}
-		if b, ok := blockers.Of(ev.AggregateKey, ev.Sequence); ok {
-			rows[i].WaitingFor = &b
-		}
-	}
-	return rows, nil
+	return out, nil
 }
 
 // compact returns keys sorted without repeats.

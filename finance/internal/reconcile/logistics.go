@@ -15,12 +15,16 @@ const pageSize = 1000
 // a window; it implements Logistics.
 type OpsAPI struct {
 	Client *logisticsops.Client
+	// Progress, when set, hears after each page how many processed events have been
+	// read so far, for a person watching a long window.
+	Progress func(read int)
 }
 
 // Processed returns the keys logistics received in [from, to) with their receipt times.
 func (a OpsAPI) Processed(ctx context.Context, from, to time.Time) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
 	q := logisticsops.Query{From: from, To: to, Limit: pageSize}
+	read := 0
 	for {
 		page, err := a.Client.ProcessedEvents(ctx, q)
 		if err != nil {
@@ -28,6 +32,10 @@ func (a OpsAPI) Processed(ctx context.Context, from, to time.Time) (map[string]t
 		}
 		for _, ev := range page.Items {
 			out[ev.IdempotencyKey] = ev.ReceivedAt
+		}
+		read += len(page.Items)
+		if a.Progress != nil {
+			a.Progress(read)
 		}
 		if page.NextCursor == "" {
 			return out, nil

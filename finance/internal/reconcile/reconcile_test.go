@@ -79,6 +79,25 @@ func opsAPI(t *testing.T, url string) reconcile.OpsAPI {
 	return reconcile.OpsAPI{Client: c}
 }
 
+// OpsAPI walks every page of the window and reports each one to its Progress.
+func TestOpsAPIReadsEveryPageReportingEach(t *testing.T) {
+	t.Parallel()
+	logi := &logistics{events: map[string]time.Time{}}
+	now := time.Now()
+	for i := range 5 {
+		logi.events[fmt.Sprintf("k-%d", i)] = now.Add(-time.Duration(i) * time.Minute)
+	}
+	srv := httptest.NewServer(logi)
+	t.Cleanup(srv.Close)
+	api := opsAPI(t, srv.URL)
+	var heard []int
+	api.Progress = func(read int) { heard = append(heard, read) }
+	got, err := api.Processed(context.Background(), now.Add(-time.Hour), now.Add(time.Minute))
+	require.NoError(t, err)
+	require.Len(t, got, 5)
+	require.Equal(t, []int{2, 4, 5}, heard, "two to a page")
+}
+
 type notes struct {
 	mu     sync.Mutex
 	alerts []pager.Alert

@@ -21,6 +21,7 @@ import (
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/apidoc"
 	"handoff/pkg/integrationkit/buildinfo"
+	"handoff/pkg/integrationkit/cli"
 	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/logging"
@@ -45,76 +46,86 @@ Commands:
   migrate down          revert every migration (drops the logistics tables)
   migrate version       print the applied migration version
   retention run         delete processed events past RETENTION_PROCESSED_AGE now and
-                        print how many
+                        print how many (what it does, batch by batch, on stderr)
   healthcheck           exit 0 when the server at HTTP_ADDR answers /readyz (the
                         container healthcheck; the image has no curl)
   version               print the build: module version, VCS revision, Go version
-  help                  print this help
+  help [<command>]      print this help, or a command's (the same as <command> --help)
+
+Exit status: 0 done, 1 failed, 2 a mistake on the command line (an unknown command
+or flag, a missing or extra argument), printed on stderr with the usage of the
+command it was made in.
 
 `
-
-// errUsage marks a command line that names no known command.
-var errUsage = errors.New("unknown command; run logistics help")
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "logistics:", err)
-		if errors.Is(err, errUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
+	os.Exit(cli.Status("logistics", err, os.Stderr))
 }
 
 // run executes the command in args with the environment environ ("NAME=value"
 // entries); it returns when the command is done or, for serve, after ctx ends and
-// the server has drained. An invalid configuration returns before anything starts.
+// the server has drained. A command line asking for help prints it to stdout and runs
+// nothing; a mistake on it is a *cli.UsageError (exit status 2), found before the
+// configuration is read. An invalid configuration returns before anything starts.
 func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		_, _ = fmt.Fprint(stderr, usage)
-		return errUsage
-	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		_, err := fmt.Fprint(stdout, usage+(&Config{}).settings().Help())
-		return err
-	case "version":
-		if len(args) != 1 {
-			return errUsage
-		}
-		return buildinfo.Print(stdout, "logistics")
-	case "healthcheck", "serve":
-		if len(args) != 1 {
-			return errUsage
-		}
-	case "retention":
-		if len(args) != 2 || args[1] != "run" {
-			return errUsage
-		}
-	case "migrate":
-		if len(args) != 2 {
-			return errUsage
-		}
-	default:
-		return errUsage
-	}
-	cfg, err := parseConfig(environ, args[0])
+	call, err := program(environ, stdout, stderr).Parse(args)
 	if err != nil {
 		return err
 	}
-	switch args[0] {
-	case "healthcheck":
-		return httpserver.Healthcheck(ctx, cfg.HTTPAddr)
-	case "serve":
-		return serve(ctx, cfg, logging.New(stderr, "logistics", cfg.LogLevel))
-	case "retention":
-		return retentionCommand(ctx, cfg, stdout)
-	default:
-		return migrate(args[1], cfg, stdout)
+	if call.Help != "" {
+		_, err := io.WriteString(stdout, call.Help)
+		return err
 	}
+	return call.Run(ctx)
+}
+
+// program declares every command of logistics; each reads environ into a Config when
+// it runs, writes its result to stdout and its progress and logs to stderr.
+func program(environ []string, stdout, stderr io.Writer) cli.Program {
+	// configured runs f with the configuration command reads.
+	configured := func(command string, f func(ctx context.Context, cfg Config) error) cli.Runner {
+		return func(ctx context.Context, _ []string) error {
+			cfg, err := parseConfig(environ, command)
+			if err != nil {
+				return err
+			}
+			return f(ctx, cfg)
+		}
+	}
+	migrateCmd := func(cmd, summary string) cli.Command {
+		return cli.Command{Name: "migrate " + cmd, Summary: summary,
+			Run: configured("migrate", func(_ context.Context, cfg Config) error { return migrate(cmd, cfg, stdout) })}
+	}
+	return cli.Program{Name: "logistics", Usage: usage, Help: usage + (&Config{}).settings().Help(), Commands: []cli.Command{
+		{Name: "serve", Summary: "serve the finance webhook, the warehouse API, /healthz and /readyz",
+			Help: "Apply pending migrations (unless MIGRATE_ON_START=false) and serve the finance webhook,\n" +
+				"the warehouse API, /healthz and /readyz until SIGINT or SIGTERM, then drain. See\n" +
+				"logistics help for the environment.",
+			Run: configured("serve", func(ctx context.Context, cfg Config) error {
+				return serve(ctx, cfg, logging.New(stderr, "logistics", cfg.LogLevel))
+			})},
+		migrateCmd("up", "apply every pending migration"),
+		migrateCmd("down", "revert every migration (drops the logistics tables)"),
+		migrateCmd("version", "print the applied migration version"),
+		{Name: "retention run", Summary: "delete processed events past RETENTION_PROCESSED_AGE now",
+			Help: "Delete the processed events older than RETENTION_PROCESSED_AGE now, as the\n" +
+				"RETENTION_SCHEDULE does, in batches of RETENTION_BATCH. Says on stderr what it does\n" +
+				"and how many rows so far after each batch; stdout gets one line per table.",
+			Run: configured("retention", func(ctx context.Context, cfg Config) error {
+				return retentionCommand(ctx, cfg, stdout, stderr)
+			})},
+		{Name: "healthcheck", Summary: "exit 0 when the server at HTTP_ADDR answers /readyz",
+			Help: "Exit 0 when the server at HTTP_ADDR answers /readyz, 1 otherwise: the container\n" +
+				"healthcheck (the image has no curl).",
+			Run: configured("healthcheck", func(ctx context.Context, cfg Config) error {
+				return httpserver.Healthcheck(ctx, cfg.HTTPAddr)
+			})},
+		{Name: "version", Summary: "print the build: module version, VCS revision, Go version",
+			Run: func(context.Context, []string) error { return buildinfo.Print(stdout, "logistics") }},
+	}}
 }
 
 // serve runs the webhook consumer and the APIs until ctx ends, then drains. It
@@ -185,9 +196,6 @@ func newServer(db *bun.DB, cfg Config, reg *prometheus.Registry, log *slog.Logge
 }
 
 func migrate(cmd string, cfg Config, stdout io.Writer) (err error) {
-	if cmd != "up" && cmd != "down" && cmd != "version" {
-		return errUsage
-	}
 	m, err := pgdb.NewMigrator(cfg.DatabaseURL, migrations.Logistics())
 	if err != nil {
 		return err

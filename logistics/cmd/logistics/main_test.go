@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/cli"
 	"handoff/pkg/integrationkit/pgtest"
 	"handoff/pkg/integrationkit/webhook"
 )
@@ -34,11 +35,46 @@ func TestHelpListsCommandsAndVariables(t *testing.T) {
 	}
 }
 
-func TestUnknownCommandsAreUsageErrors(t *testing.T) {
+// A mistake on the command line exits 2 with the usage of the command it was made
+// in on stderr, before the configuration is read.
+func TestMistakesExit2WithTheirUsage(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{nil, {"fly"}, {"migrate"}, {"migrate", "sideways"}, {"serve", "now"}} {
-		err := run(context.Background(), args, env(nil), io.Discard, io.Discard)
-		require.ErrorIs(t, err, errUsage, "%v", args)
+	cases := []struct {
+		args  []string
+		usage string
+	}{
+		{nil, usage},
+		{[]string{"fly"}, usage},
+		{[]string{"migrate"}, "Usage: logistics migrate <command>"},
+		{[]string{"migrate", "sideways"}, "Usage: logistics migrate <command>"},
+		{[]string{"serve", "now"}, "Usage: logistics serve\n"},
+		{[]string{"serve", "--port=1"}, "Usage: logistics serve\n"},
+		{[]string{"retention"}, "Usage: logistics retention <command>"},
+		{[]string{"retention", "run", "--nope"}, "Usage: logistics retention run\n"},
+		{[]string{"version", "1"}, "Usage: logistics version\n"},
+	}
+	for _, tc := range cases {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), tc.args, nil, &stdout, &stderr)
+		require.ErrorAs(t, err, new(*cli.UsageError), "%v", tc.args)
+		require.Equal(t, 2, cli.Status("logistics", err, &stderr), "%v", tc.args)
+		require.Empty(t, stdout.String(), "%v", tc.args)
+		require.Contains(t, stderr.String(), "\n\n"+tc.usage, "%v", tc.args)
+	}
+}
+
+// Every command answers --help, and help <command>, with its own usage on stdout,
+// without the environment.
+func TestEveryCommandAnswersHelp(t *testing.T) {
+	t.Parallel()
+	for _, c := range program(nil, io.Discard, io.Discard).Commands {
+		words := strings.Fields(c.Name)
+		var out, again bytes.Buffer
+		require.NoError(t, run(context.Background(), append(words, "--help"), nil, &out, io.Discard), c.Name)
+		require.True(t, strings.HasPrefix(out.String(), "Usage: logistics "+c.Name+"\n\n"), out.String())
+		require.NoError(t, run(context.Background(), append([]string{"help"}, words...), nil, &again, io.Discard))
+		require.Equal(t, out.String(), again.String())
+		require.Contains(t, usage, "  "+c.Name+" ", "logistics help lists %s", c.Name)
 	}
 }
 

@@ -57,8 +57,9 @@ func newRetention(db *bun.DB, c retentionConfig, obs retention.Observer, log *sl
 		Observer: obs, Tasks: []retention.Task{purge}})
 }
 
-// retentionCommand runs `logistics retention run`: the job now, one line per table.
-func retentionCommand(ctx context.Context, cfg Config, stdout io.Writer) (err error) {
+// retentionCommand runs `logistics retention run`: the job now, what it does and its
+// rows after each batch on progress, one line per table on stdout.
+func retentionCommand(ctx context.Context, cfg Config, stdout, progress io.Writer) (err error) {
 	db, err := pgdb.Open(ctx, cfg.DatabaseURL, 4)
 	if err != nil {
 		return err
@@ -68,7 +69,10 @@ func retentionCommand(ctx context.Context, cfg Config, stdout io.Writer) (err er
 	if err != nil {
 		return err
 	}
-	rep, err := r.RunOnce(ctx)
+	rep, err := r.RunOnce(retention.WithProgress(ctx, retention.Progress{
+		Start: func(t retention.Task) { fmt.Fprintf(progress, "retention: %s: %s\n", t.Name, t.About) },
+		Batch: func(task string, rows int64) { fmt.Fprintf(progress, "retention: %s: %d rows so far\n", task, rows) },
+	}))
 	if rep.Skipped {
 		_, werr := fmt.Fprintln(stdout, "skipped: another process is running retention")
 		return errors.Join(err, werr)

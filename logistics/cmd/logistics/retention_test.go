@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/cli"
 	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
@@ -27,14 +28,16 @@ func TestRetentionRunDeletesOldProcessedEvents(t *testing.T) {
 	require.NoError(t, err)
 	vars := map[string]string{"DATABASE_URL": url}
 
-	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), []string{"retention", "run"}, env(vars), &out, io.Discard))
+	var out, progress bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"retention", "run"}, env(vars), &out, &progress))
 	require.Regexp(t, `(?m)^logistics_processed_events\s+1$`, out.String())
+	require.Equal(t, "retention: logistics_processed_events: delete rows of logistics_processed_events whose "+
+		"received_at is older than 90 days\nretention: logistics_processed_events: 1 rows so far\n", progress.String())
 	out.Reset()
 	require.NoError(t, run(context.Background(), []string{"retention", "run"}, env(vars), &out, io.Discard))
 	require.Regexp(t, `(?m)^logistics_processed_events\s+0$`, out.String())
 	var left []string
 	require.NoError(t, db.NewRaw(`SELECT idempotency_key FROM logistics_processed_events`).Scan(context.Background(), &left))
 	require.Equal(t, []string{"k-new"}, left)
-	require.ErrorIs(t, run(context.Background(), []string{"retention"}, env(vars), io.Discard, io.Discard), errUsage)
+	require.ErrorAs(t, run(context.Background(), []string{"retention"}, env(vars), io.Discard, io.Discard), new(*cli.UsageError))
 }

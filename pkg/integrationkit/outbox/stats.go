@@ -13,7 +13,11 @@ import (
 type Stats struct {
 	Pending int64
 	// InFlight counts the pending events a dispatcher is sending right now.
-	InFlight  int64
+	InFlight int64
+	// Due counts the pending events whose next attempt time has come and that no
+	// dispatcher holds: the ones not waiting out a backoff. An event among them still
+	// waits while an earlier event of its aggregate is pending or failed.
+	Due       int64
 	Delivered int64
 	Failed    int64
 	// Skipped counts the dead letters operators gave up.
@@ -42,10 +46,12 @@ func (s *Store) Stats(ctx context.Context, db bun.IDB) (Stats, error) {
 			}
 			err = tx.NewRaw(`SELECT
 					(SELECT count(*) FROM ? WHERE delivery_status = 'pending' AND lease_expires_at > now()),
+					(SELECT count(*) FROM ? WHERE delivery_status = 'pending' AND next_attempt_at <= now()
+						AND (lease_expires_at IS NULL OR lease_expires_at <= now())),
 					(SELECT count(*) FROM ? WHERE delivery_status = 'delivered'),
 					(SELECT count(*) FROM ? WHERE delivery_status = 'skipped'),
-					now()`, bun.Ident(s.table), bun.Ident(s.table), bun.Ident(s.table)).
-				Scan(ctx, &st.InFlight, &st.Delivered, &st.Skipped, &st.Now)
+					now()`, bun.Ident(s.table), bun.Ident(s.table), bun.Ident(s.table), bun.Ident(s.table)).
+				Scan(ctx, &st.InFlight, &st.Due, &st.Delivered, &st.Skipped, &st.Now)
 			if err != nil {
 				return fmt.Errorf("outbox: stats: %w", err)
 			}

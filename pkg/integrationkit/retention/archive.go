@@ -41,7 +41,9 @@ func ArchiveOutbox(spec ArchiveSpec) (Task, error) {
 		return Task{}, fmt.Errorf("retention: archive %s needs a positive OlderThan and Batch", spec.Outbox)
 	}
 	a := archiver{spec: spec}
-	return Task{Name: spec.Outbox, Run: a.run}, nil
+	about := fmt.Sprintf("move events of %s delivered more than %s ago, with their attempts, to %s_archive",
+		spec.Outbox, window(spec.OlderThan), spec.Outbox)
+	return Task{Name: spec.Outbox, About: about, Run: a.run}, nil
 }
 
 type archiver struct {
@@ -58,7 +60,7 @@ func (a archiver) run(ctx context.Context, db bun.IDB) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return batches(ctx, a.spec.Batch, func(ctx context.Context) (int64, error) {
+	return batches(ctx, o, a.spec.Batch, func(ctx context.Context) (int64, error) {
 		return a.step(ctx, db, events, attempts)
 	})
 }

@@ -34,8 +34,9 @@ func Purge(spec PurgeSpec) (Task, error) {
 	if spec.OlderThan <= 0 || spec.Batch < 1 {
 		return Task{}, fmt.Errorf("retention: purge %s needs a positive OlderThan and Batch", spec.Table)
 	}
-	return Task{Name: spec.Table, Run: func(ctx context.Context, db bun.IDB) (int64, error) {
-		return batches(ctx, spec.Batch, func(ctx context.Context) (int64, error) {
+	about := fmt.Sprintf("delete rows of %s whose %s is older than %s", spec.Table, spec.Time, window(spec.OlderThan))
+	return Task{Name: spec.Table, About: about, Run: func(ctx context.Context, db bun.IDB) (int64, error) {
+		return batches(ctx, spec.Table, spec.Batch, func(ctx context.Context) (int64, error) {
 			res, err := db.NewRaw(`DELETE FROM ? WHERE ? IN (
 					SELECT ? FROM ? WHERE ? < now() - make_interval(secs => ?)
 					LIMIT ? FOR UPDATE SKIP LOCKED)`,

@@ -43,7 +43,33 @@ const DefaultBatch = 1000
 // it stops when the lock is lost.
 type Task struct {
 	Name string
-	Run  func(ctx context.Context, db bun.IDB) (int64, error)
+	// About says what the task does, for a person watching a run ("move delivered
+	// events older than 30 days …"); Purge and ArchiveOutbox fill it in.
+	About string
+	Run   func(ctx context.Context, db bun.IDB) (int64, error)
+}
+
+// Progress hears a run as it goes, for a person watching it; either func may be nil.
+// Like httptrace.ClientTrace it travels in the context (WithProgress), so a task
+// reports without a change to its signature.
+type Progress struct {
+	// Start is called before each task runs.
+	Start func(t Task)
+	// Batch is called after each batch of a Purge or ArchiveOutbox task that handled
+	// rows, with the rows the task has handled so far.
+	Batch func(task string, rows int64)
+}
+
+type progressKey struct{}
+
+// WithProgress returns ctx carrying p: RunOnce(ctx) reports to it.
+func WithProgress(ctx context.Context, p Progress) context.Context {
+	return context.WithValue(ctx, progressKey{}, p)
+}
+
+func progressOf(ctx context.Context) Progress {
+	p, _ := ctx.Value(progressKey{}).(Progress)
+	return p
 }
 
 // Config describes a Runner.
@@ -107,12 +133,17 @@ type Report struct {
 
 // RunOnce runs every task now, on the connection that holds the advisory lock. A
 // failing task does not stop the others; their errors are joined. If that connection
-// is lost, every statement left fails, so no task works without the lock.
+// is lost, every statement left fails, so no task works without the lock. A Progress
+// in ctx (WithProgress) hears each task start and each batch.
 func (r *Runner) RunOnce(ctx context.Context) (Report, error) {
 	var rep Report
+	progress := progressOf(ctx)
 	ran, err := pgdb.WithTryAdvisoryLock(ctx, r.db, r.cfg.Lock, func(ctx context.Context, conn bun.IDB) error {
 		var errs []error
 		for _, t := range r.cfg.Tasks {
+			if progress.Start != nil {
+				progress.Start(t)
+			}
 			n, err := t.Run(ctx, conn)
 			rep.Counts = append(rep.Counts, Count{Task: t.Name, Rows: n})
 			if err != nil {
@@ -151,6 +182,19 @@ func (r *Runner) scheduled(ctx context.Context) {
 	r.log.InfoContext(ctx, "retention run", attrs...)
 }
 
+// window says a duration for a person: whole days as days ("30 days"), else as Go
+// writes it.
+func window(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == day:
+		return "1 day"
+	case d%day == 0:
+		return fmt.Sprintf("%d days", d/day)
+	}
+	return d.String()
+}
+
 var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
 
 func checkIdents(names ...string) error {
@@ -162,12 +206,17 @@ func checkIdents(names ...string) error {
 	return nil
 }
 
-// batches calls step until it handles fewer than batch rows, and adds up the rows.
-func batches(ctx context.Context, batch int, step func(ctx context.Context) (int64, error)) (int64, error) {
+// batches calls step until it handles fewer than batch rows, and adds up the rows,
+// reporting each batch of task to the Progress in ctx.
+func batches(ctx context.Context, task string, batch int, step func(ctx context.Context) (int64, error)) (int64, error) {
 	var total int64
+	progress := progressOf(ctx).Batch
 	for {
 		n, err := step(ctx)
 		total += n
+		if err == nil && n > 0 && progress != nil {
+			progress(task, total)
+		}
 		if err != nil || n < int64(batch) {
 			return total, err
 		}

@@ -146,11 +146,24 @@ func TestRetentionArchivesAndPurgesExactlyPastTheWindows(t *testing.T) {
 	b.dispatch(t, 40)
 
 	r := b.runner(t)
-	first, err := r.RunOnce(context.Background())
+	var heard []string
+	ctx := retention.WithProgress(context.Background(), retention.Progress{
+		Start: func(t retention.Task) { heard = append(heard, t.Name+": "+t.About) },
+		Batch: func(task string, rows int64) { heard = append(heard, fmt.Sprintf("%s: %d so far", task, rows)) },
+	})
+	first, err := r.RunOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, retention.Report{Counts: []retention.Count{
 		{Task: "kit_outbox", Rows: 5}, {Task: "kit_outbox_archive", Rows: 1}, {Task: "things", Rows: 2},
 	}}, first)
+	require.Equal(t, []string{
+		"kit_outbox: move events of kit_outbox delivered more than 30 days ago, with their attempts, to kit_outbox_archive",
+		"kit_outbox: 2 so far", "kit_outbox: 4 so far", "kit_outbox: 5 so far",
+		"kit_outbox_archive: delete rows of kit_outbox_archive whose delivered_at is older than 365 days",
+		"kit_outbox_archive: 1 so far",
+		"things: delete rows of things whose at is older than 90 days",
+		"things: 2 so far",
+	}, heard, "each task announced, each batch that handled rows reported")
 	second, err := r.RunOnce(context.Background())
 	require.NoError(t, err)
 	for _, c := range second.Counts {

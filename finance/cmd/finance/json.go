@@ -1,0 +1,361 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/google/uuid"
+
+	"handoff/finance/internal/audit"
+	"handoff/finance/internal/insight"
+	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/ops"
+	"handoff/finance/internal/reconcile"
+	"handoff/pkg/integrationkit/outbox"
+)
+
+// The documents --json prints, one per command: what the text says, with field names
+// in snake_case, times in RFC 3339 (UTC), and null for a time or an object that is
+// absent. Where the ops API answers the same question its field names are kept, so a
+// script reads either alike.
+
+// writeJSON writes v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+type statsDoc struct {
+	Counts struct {
+		Pending   int64 `json:"pending"`
+		Delivered int64 `json:"delivered"`
+		Failed    int64 `json:"failed"`
+		Skipped   int64 `json:"skipped"`
+	} `json:"counts"`
+	// DueNow and InFlight are among the pending.
+	DueNow                  int64              `json:"due_now"`
+	InFlight                int64              `json:"in_flight"`
+	OldestPendingAgeSeconds float64            `json:"oldest_pending_age_seconds"`
+	AsOf                    time.Time          `json:"as_of"`
+	Circuits                []circuitDoc       `json:"circuits"`
+	Reconciliation          *reconciliationDoc `json:"reconciliation"`
+	// ReconciliationNote says why Reconciliation is null.
+	ReconciliationNote string `json:"reconciliation_note,omitempty"`
+}
+
+type circuitDoc struct {
+	Destination string     `json:"destination"`
+	State       string     `json:"state"`
+	Failures    int        `json:"failures"`
+	OpenUntil   *time.Time `json:"open_until"`
+	ChangedAt   time.Time  `json:"changed_at"`
+	PausedAt    *time.Time `json:"paused_at"`
+}
+
+type discrepancyCounts struct {
+	Missing int `json:"missing"`
+	Unknown int `json:"unknown"`
+	Overdue int `json:"overdue"`
+}
+
+// reconciliationDoc is the latest reconciliation in the stats: the keys of each kind
+// of discrepancy, perhaps cut short; the counts are complete.
+type reconciliationDoc struct {
+	FinishedAt    time.Time         `json:"finished_at"`
+	From          time.Time         `json:"from"`
+	To            time.Time         `json:"to"`
+	Delivered     int               `json:"delivered"`
+	Processed     int               `json:"processed"`
+	Skipped       int               `json:"skipped"`
+	Discrepancies discrepancyCounts `json:"discrepancies"`
+	Missing       []string          `json:"missing"`
+	Unknown       []string          `json:"unknown"`
+	Overdue       []string          `json:"overdue"`
+	Clean         bool              `json:"clean"`
+	Error         string            `json:"error,omitempty"`
+}
+
+func newStatsDoc(ov ops.Overview) statsDoc {
+	st := ov.Stats
+	var d statsDoc
+	d.Counts.Pending, d.Counts.Delivered, d.Counts.Failed, d.Counts.Skipped = st.Pending, st.Delivered, st.Failed, st.Skipped
+	d.DueNow, d.InFlight = st.Due, st.InFlight
+	d.OldestPendingAgeSeconds, d.AsOf = st.OldestPendingAge.Seconds(), st.Now.UTC()
+	d.Circuits = make([]circuitDoc, len(ov.Circuits))
+	for i, c := range ov.Circuits {
+		d.Circuits[i] = circuitDoc{Destination: c.Destination, State: c.State, Failures: c.Failures,
+			OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC(), PausedAt: utc(c.PausedAt)}
+	}
+	if r := ov.Reconciliation; r != nil {
+		d.Reconciliation = &reconciliationDoc{FinishedAt: r.FinishedAt.UTC(), From: r.From.UTC(), To: r.To.UTC(),
+			Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped,
+			Discrepancies: discrepancyCounts{r.MissingCount, r.UnknownCount, r.OverdueCount},
+			Missing:       nonNil(r.Missing), Unknown: nonNil(r.Unknown), Overdue: nonNil(r.Overdue),
+			Clean: r.Clean(), Error: r.Error}
+	}
+	d.ReconciliationNote = ov.ReconciliationNote
+	return d
+}
+
+type eventDoc struct {
+	ID             string `json:"id"`
+	Type           string `json:"type"`
+	IdempotencyKey string `json:"idempotency_key"`
+	// InvoiceID is the event's aggregate key, the invoice's id.
+	InvoiceID string `json:"invoice_id"`
+	// InvoiceNumber is null when no invoice has the id.
+	InvoiceNumber  *string    `json:"invoice_number"`
+	Sequence       int64      `json:"sequence"`
+	Destination    string     `json:"destination"`
+	CorrelationID  string     `json:"correlation_id"`
+	Status         string     `json:"status"`
+	Attempts       int        `json:"attempts"`
+	Requests       int        `json:"requests"`
+	InFlight       bool       `json:"in_flight"`
+	LeaseOwner     string     `json:"lease_owner"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	LastError      string     `json:"last_error"`
+	LastStatusCode int        `json:"last_status_code"`
+	FailedReason   string     `json:"failed_reason"`
+	CreatedAt      time.Time  `json:"created_at"`
+	LastAttemptAt  *time.Time `json:"last_attempt_at"`
+	NextAttemptAt  time.Time  `json:"next_attempt_at"`
+	DeliveredAt    *time.Time `json:"delivered_at"`
+	SkippedAt      *time.Time `json:"skipped_at"`
+	DeferredAt     *time.Time `json:"deferred_at"`
+	DeferredBy     string     `json:"deferred_by"`
+	// WaitingFor is the failed earlier event of the invoice holding this pending one
+	// back; null when none.
+	WaitingFor *waitingDoc `json:"waiting_for"`
+}
+
+type waitingDoc struct {
+	ID       uuid.UUID `json:"id"`
+	Type     string    `json:"type"`
+	Sequence int64     `json:"sequence"`
+	Status   string    `json:"status"`
+}
+
+func newEventDoc(r insight.Row) eventDoc {
+	ev := r.StoredEvent
+	d := eventDoc{ID: ev.ID.String(), Type: ev.EventType, IdempotencyKey: ev.IdempotencyKey, InvoiceID: ev.AggregateKey,
+		Sequence: ev.Sequence, Destination: ev.Destination, CorrelationID: ev.CorrelationID, Status: ev.Status,
+		Attempts: ev.Attempts, Requests: ev.Requests, InFlight: ev.InFlight, LastError: ev.LastError,
+		LastStatusCode: ev.LastStatusCode, FailedReason: ev.FailedReason, CreatedAt: ev.CreatedAt.UTC(),
+		LastAttemptAt: utc(ev.LastAttemptAt), NextAttemptAt: ev.NextAttemptAt.UTC(), DeliveredAt: utc(ev.DeliveredAt),
+		SkippedAt: utc(ev.SkippedAt), DeferredAt: utc(ev.DeferredAt), DeferredBy: ev.DeferredBy}
+	if r.Invoice != ev.AggregateKey {
+		d.InvoiceNumber = &r.Invoice
+	}
+	if ev.InFlight {
+		d.LeaseOwner, d.LeaseExpiresAt = ev.LeaseOwner, utc(ev.LeaseExpiresAt)
+	}
+	if b := r.WaitingFor; b != nil {
+		d.WaitingFor = &waitingDoc{ID: b.ID, Type: b.EventType, Sequence: b.Sequence, Status: outbox.StatusFailed}
+	}
+	return d
+}
+
+type listDoc struct {
+	Items []eventDoc `json:"items"`
+	// NextCursor continues the list (--cursor); null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+func newListDoc(rows []insight.Row, next *outbox.Cursor) listDoc {
+	d := listDoc{Items: make([]eventDoc, len(rows))}
+	for i, r := range rows {
+		d.Items[i] = newEventDoc(r)
+	}
+	if next != nil {
+		s := next.String()
+		d.NextCursor = &s
+	}
+	return d
+}
+
+type attemptDoc struct {
+	AttemptNo       int       `json:"attempt_no"`
+	StartedAt       time.Time `json:"started_at"`
+	DurationMS      int64     `json:"duration_ms"`
+	StatusCode      int       `json:"status_code"`
+	ErrorClass      string    `json:"error_class"`
+	Error           string    `json:"error"`
+	ResponseSnippet string    `json:"response_snippet"`
+	Outcome         string    `json:"outcome"`
+}
+
+// detailDoc is an event with its payload, every attempt, oldest first, and the
+// operator actions that changed it, oldest first.
+type detailDoc struct {
+	eventDoc
+	Payload    json.RawMessage `json:"payload"`
+	AttemptLog []attemptDoc    `json:"attempt_log"`
+	Audit      []auditDoc      `json:"audit"`
+}
+
+func newDetailDoc(r insight.Row, d outbox.EventDetail, actions []audit.Entry) detailDoc {
+	out := detailDoc{eventDoc: newEventDoc(r), Payload: d.Payload, AttemptLog: make([]attemptDoc, len(d.AttemptLog)),
+		Audit: newAuditDocs(actions)}
+	if len(out.Payload) == 0 {
+		out.Payload = json.RawMessage("null")
+	}
+	for i, a := range d.AttemptLog {
+		out.AttemptLog[i] = attemptDoc{AttemptNo: a.No, StartedAt: a.StartedAt.UTC(), DurationMS: a.Duration.Milliseconds(),
+			StatusCode: a.StatusCode, ErrorClass: a.ErrorClass, Error: a.Error, ResponseSnippet: a.ResponseSnippet,
+			Outcome: a.Outcome}
+	}
+	return out
+}
+
+type auditDoc struct {
+	ID          int64         `json:"id"`
+	At          time.Time     `json:"at"`
+	Actor       string        `json:"actor"`
+	Action      string        `json:"action"`
+	Reason      string        `json:"reason"`
+	EventID     *uuid.UUID    `json:"event_id"`
+	InvoiceID   *uuid.UUID    `json:"invoice_id"`
+	Count       int           `json:"count"`
+	Filter      *audit.Filter `json:"filter"`
+	Destination string        `json:"destination"`
+}
+
+func newAuditDocs(entries []audit.Entry) []auditDoc {
+	out := make([]auditDoc, len(entries))
+	for i, e := range entries {
+		out[i] = auditDoc{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, Reason: e.Reason,
+			EventID: e.EventID, InvoiceID: e.InvoiceID, Count: e.Count, Filter: e.Filter, Destination: e.Destination}
+		if f := e.Filter; f != nil {
+			g := *f
+			g.From, g.To = utc(f.From), utc(f.To)
+			out[i].Filter = &g
+		}
+	}
+	return out
+}
+
+type auditPageDoc struct {
+	Items []auditDoc `json:"items"`
+	// NextCursor continues the list (--cursor); null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+func newAuditPageDoc(p audit.Page) auditPageDoc {
+	d := auditPageDoc{Items: newAuditDocs(p.Items)}
+	if p.Next != nil {
+		s := p.Next.String()
+		d.NextCursor = &s
+	}
+	return d
+}
+
+type invoiceDoc struct {
+	ID         string    `json:"id"`
+	Number     string    `json:"number"`
+	Status     string    `json:"status"`
+	CustomerID string    `json:"customer_id"`
+	Currency   string    `json:"currency"`
+	TotalMinor int64     `json:"total_minor"`
+	PaidMinor  int64     `json:"paid_minor"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// traceEventDoc is an event of a trace with logistics' record of its key: null when
+// logistics has none, or could not be asked (logistics.available is false).
+type traceEventDoc struct {
+	detailDoc
+	Logistics *logisticsops.ProcessedEvent `json:"logistics"`
+}
+
+type traceDoc struct {
+	Invoice   invoiceDoc      `json:"invoice"`
+	Events    []traceEventDoc `json:"events"`
+	Logistics struct {
+		Available bool `json:"available"`
+		// Note says why logistics' record is not available.
+		Note      string                        `json:"note,omitempty"`
+		Processed []logisticsops.ProcessedEvent `json:"processed"`
+		Shipment  *logisticsops.Shipment        `json:"shipment"`
+	} `json:"logistics"`
+}
+
+func newTraceDoc(t ops.Trace, rows []insight.Row) traceDoc {
+	inv := t.Invoice
+	d := traceDoc{Invoice: invoiceDoc{ID: inv.ID.String(), Number: inv.Number, Status: string(inv.Status),
+		CustomerID: inv.CustomerID, Currency: inv.Currency, TotalMinor: inv.TotalMinor, PaidMinor: inv.PaidMinor,
+		CreatedAt: inv.CreatedAt.UTC(), UpdatedAt: inv.UpdatedAt.UTC()}, Events: make([]traceEventDoc, len(t.Events))}
+	for i, ev := range t.Events {
+		d.Events[i] = traceEventDoc{detailDoc: newDetailDoc(rows[i], ev, t.Actions[ev.ID])}
+		if p, ok := t.Processed(ev.IdempotencyKey); ok {
+			d.Events[i].Logistics = &p
+		}
+	}
+	d.Logistics.Note, d.Logistics.Processed = t.LogisticsNote, []logisticsops.ProcessedEvent{}
+	if l := t.Logistics; l != nil {
+		d.Logistics.Available = true
+		d.Logistics.Processed = append(d.Logistics.Processed, l.Items...)
+		d.Logistics.Shipment = l.Shipment
+	}
+	return d
+}
+
+// reportDoc is a reconciliation's report: the counts are complete, the lists of
+// discrepancies at most reconcile.MaxListed of each kind, oldest first.
+type reportDoc struct {
+	ID            int64             `json:"id"`
+	StartedAt     time.Time         `json:"started_at"`
+	FinishedAt    time.Time         `json:"finished_at"`
+	From          time.Time         `json:"from"`
+	To            time.Time         `json:"to"`
+	Delivered     int               `json:"delivered"`
+	Processed     int               `json:"processed"`
+	Skipped       int               `json:"skipped"`
+	Discrepancies discrepancyCounts `json:"discrepancies"`
+	Missing       []discrepancyDoc  `json:"missing"`
+	Unknown       []discrepancyDoc  `json:"unknown"`
+	Overdue       []discrepancyDoc  `json:"overdue"`
+	Clean         bool              `json:"clean"`
+}
+
+type discrepancyDoc struct {
+	IdempotencyKey string    `json:"idempotency_key"`
+	EventID        string    `json:"event_id"`
+	InvoiceID      string    `json:"invoice_id"`
+	At             time.Time `json:"at"`
+	Detail         string    `json:"detail"`
+}
+
+func newReportDoc(r reconcile.Report) reportDoc {
+	list := func(ds []reconcile.Discrepancy) []discrepancyDoc {
+		out := make([]discrepancyDoc, len(ds))
+		for i, d := range ds {
+			out[i] = discrepancyDoc{IdempotencyKey: d.IdempotencyKey, EventID: d.EventID, InvoiceID: d.InvoiceID,
+				At: d.At.UTC(), Detail: d.Detail}
+		}
+		return out
+	}
+	return reportDoc{ID: r.ID, StartedAt: r.StartedAt.UTC(), FinishedAt: r.FinishedAt.UTC(), From: r.From.UTC(),
+		To: r.To.UTC(), Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped,
+		Discrepancies: discrepancyCounts{r.MissingCount, r.UnknownCount, r.OverdueCount},
+		Missing:       list(r.Missing), Unknown: list(r.Unknown), Overdue: list(r.Overdue), Clean: r.OK()}
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
