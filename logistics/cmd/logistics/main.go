@@ -25,6 +25,7 @@ import (
 	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/metrics"
 	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/tracing"
 	"handoff/pkg/integrationkit/webhook"
 
 	"handoff/logistics/internal/opsapi"
@@ -119,6 +120,11 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 // serve runs the webhook consumer and the APIs until ctx ends, then drains. It
 // checks the pool against the server before it migrates or listens.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	tel, err := tracing.Start(ctx, cfg.Tracing, buildinfo.Version(), log)
+	if err != nil {
+		return err
+	}
+	defer tel.Close() // flushes the spans still queued, within tracing.CloseTimeout
 	db, err := pgdb.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
 		return err
@@ -139,7 +145,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Tokens.Roles()[warehouseapi.Role] == 0 {
 		log.Warn("API_TOKENS has no warehouse token: the warehouse API will refuse every request")
 	}
-	e, err := newServer(db, cfg, log)
+	e, err := newServer(db, cfg, log, httpserver.WithTracing(tel.TracerProvider()))
 	if err != nil {
 		return err
 	}
@@ -156,8 +162,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 }
 
 // newServer wires every route of the service, and the OpenAPI document that lists them.
-func newServer(db *bun.DB, cfg Config, log *slog.Logger) (*echo.Echo, error) {
-	e := httpserver.New(log)
+func newServer(db *bun.DB, cfg Config, log *slog.Logger, opts ...httpserver.Option) (*echo.Echo, error) {
+	e := httpserver.New(log, opts...)
 	httpserver.Health(e, func(ctx context.Context) error {
 		return pgdb.CheckCurrent(ctx, db, migrations.Logistics())
 	})

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -29,6 +30,7 @@ import (
 // Provider is a service's tracer provider and the means to flush it.
 type Provider struct {
 	sdk *sdktrace.TracerProvider // nil when tracing is off
+	log *slog.Logger
 }
 
 // Start returns the provider cfg describes: with cfg.Endpoint empty, an off one that
@@ -40,7 +42,7 @@ type Provider struct {
 // way the SDK reports them.
 func Start(ctx context.Context, cfg Config, version string, log *slog.Logger) (*Provider, error) {
 	if cfg.Endpoint == "" {
-		return &Provider{}, nil
+		return &Provider{log: log}, nil
 	}
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(strings.TrimSuffix(cfg.Endpoint, "/") + "/v1/traces")}
 	if len(cfg.Headers) > 0 {
@@ -66,7 +68,7 @@ func Start(ctx context.Context, cfg Config, version string, log *slog.Logger) (*
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 	)
-	return &Provider{sdk: sdk}, nil
+	return &Provider{sdk: sdk, log: log}, nil
 }
 
 // TracerProvider returns the provider to hand the kit's components, or nil when
@@ -76,6 +78,21 @@ func (p *Provider) TracerProvider() trace.TracerProvider {
 		return nil
 	}
 	return p.sdk
+}
+
+// CloseTimeout bounds Close: a collector that does not answer must not hold up a
+// service's stop on SIGTERM.
+const CloseTimeout = 5 * time.Second
+
+// Close is Shutdown within CloseTimeout, deferred by a service once everything that
+// makes spans has stopped. A failure is logged and not returned: lost spans must not
+// turn a clean stop into a failed one.
+func (p *Provider) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		p.log.Warn("spans lost at exit", "err", err)
+	}
 }
 
 // Shutdown exports the spans still queued and stops the provider, giving up when ctx
