@@ -17,31 +17,47 @@ import (
 // TestComposeSetsEveryVariableTheBinariesRead until someone decides its value here.
 var leftToDefaults = map[string]map[string]string{
 	"finance": {
-		"ALERT_GATHER":              "5s for an alert to count its companions before it pages",
-		"ALERT_REPEAT":              "at most one message a minute per alert",
-		"RETENTION_OUTBOX_AGE":      "delivered events are archived after 30 days",
-		"RETENTION_ARCHIVE_AGE":     "the archive keeps a year",
-		"RETENTION_IDEMPOTENCY_AGE": "Idempotency-Key records are kept 24 h (docs/contract.md)",
-		"RETENTION_BATCH":           "1000 rows per statement keeps locks short",
-		"RECONCILE_SCHEDULE":        "reconciliation every 10 minutes",
-		"RECONCILE_WINDOW":          "each run compares the last hour",
-		"RECONCILE_OVERDUE":         "15 minutes past its next attempt is overdue",
-		"LOGISTICS_API_URL":         "derived from LOGISTICS_WEBHOOK_URL: http://logistics:8082",
-		"TRUSTED_PROXIES":           "no proxy stands in front of the published ports: forwarding headers are believed from no one",
-		"DATABASE_URL_FILE":         secretInline,
-		"API_TOKENS_FILE":           secretInline,
-		"WEBHOOK_SECRET_FILE":       secretInline,
-		"SLACK_TOKEN_FILE":          secretInline,
-		"LOGISTICS_OPS_TOKEN_FILE":  secretInline,
+		"ALERT_GATHER":                    "5s for an alert to count its companions before it pages",
+		"ALERT_REPEAT":                    "at most one message a minute per alert",
+		"RETENTION_OUTBOX_AGE":            "delivered events are archived after 30 days",
+		"RETENTION_ARCHIVE_AGE":           "the archive keeps a year",
+		"RETENTION_IDEMPOTENCY_AGE":       "Idempotency-Key records are kept 24 h (docs/contract.md)",
+		"RETENTION_BATCH":                 "1000 rows per statement keeps locks short",
+		"RECONCILE_SCHEDULE":              "reconciliation every 10 minutes",
+		"RECONCILE_WINDOW":                "each run compares the last hour",
+		"RECONCILE_OVERDUE":               "15 minutes past its next attempt is overdue",
+		"LOGISTICS_API_URL":               "derived from LOGISTICS_WEBHOOK_URL: http://logistics:8082",
+		"TRUSTED_PROXIES":                 "no proxy stands in front of the published ports: forwarding headers are believed from no one",
+		"DATABASE_URL_FILE":               secretInline,
+		"API_TOKENS_FILE":                 secretInline,
+		"WEBHOOK_SECRET_FILE":             secretInline,
+		"SLACK_TOKEN_FILE":                secretInline,
+		"LOGISTICS_OPS_TOKEN_FILE":        secretInline,
+		"OTEL_EXPORTER_OTLP_ENDPOINT":     noCollector,
+		"OTEL_EXPORTER_OTLP_HEADERS":      noCollector,
+		"OTEL_EXPORTER_OTLP_HEADERS_FILE": noCollector,
+		"OTEL_SERVICE_NAME":               noCollector,
+		"OTEL_RESOURCE_ATTRIBUTES":        noCollector,
+		"OTEL_BSP_SCHEDULE_DELAY":         noCollector,
 	},
 	"logistics": {
-		"RETENTION_PROCESSED_AGE": "processed events are kept 90 days",
-		"RETENTION_BATCH":         "1000 rows per statement keeps locks short",
-		"DATABASE_URL_FILE":       secretInline,
-		"API_TOKENS_FILE":         secretInline,
-		"WEBHOOK_SECRET_FILE":     secretInline,
+		"RETENTION_PROCESSED_AGE":         "processed events are kept 90 days",
+		"RETENTION_BATCH":                 "1000 rows per statement keeps locks short",
+		"DATABASE_URL_FILE":               secretInline,
+		"API_TOKENS_FILE":                 secretInline,
+		"WEBHOOK_SECRET_FILE":             secretInline,
+		"OTEL_EXPORTER_OTLP_ENDPOINT":     noCollector,
+		"OTEL_EXPORTER_OTLP_HEADERS":      noCollector,
+		"OTEL_EXPORTER_OTLP_HEADERS_FILE": noCollector,
+		"OTEL_SERVICE_NAME":               noCollector,
+		"OTEL_RESOURCE_ATTRIBUTES":        noCollector,
+		"OTEL_BSP_SCHEDULE_DELAY":         noCollector,
 	},
 }
+
+// noCollector is why compose.yaml sets no OTEL_* variable: it runs no trace
+// collector, so tracing stays off (docs/operations.md, Tracing, says how to add one).
+const noCollector = "compose runs no trace collector: tracing stays off"
 
 // secretInline is why compose.yaml sets no *_FILE variable: it passes each secret
 // itself from .env, and a binary refuses a variable set together with its *_FILE.

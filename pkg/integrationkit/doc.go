@@ -35,6 +35,9 @@
 //   - schedule: robfig/cron jobs under the Run(ctx) error runner contract.
 //   - metrics: Prometheus /metrics for a sender (outbox, deliveries, circuits) and a
 //     receiver (webhook answers, duplicates, latency).
+//   - tracing: OpenTelemetry spans over OTLP/HTTP when an endpoint is configured (off,
+//     and free, otherwise), and the W3C traceparent carried from a request through an
+//     outbox row and its delivery to the receiver.
 //
 // A third service adopts it by embedding its migrations (with an outbox table shaped
 // like the one documented in package outbox), calling outbox.Enqueue inside its own

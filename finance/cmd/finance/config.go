@@ -15,6 +15,7 @@ import (
 	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/tracing"
 	"handoff/pkg/integrationkit/webhook"
 )
 
@@ -34,6 +35,7 @@ type config struct {
 	DispatchOn     bool
 	Breaker        breaker.Config
 	Oncall         oncallConfig
+	Tracing        tracing.Config
 }
 
 // tokenRoles are the roles API_TOKENS may name.
@@ -93,7 +95,7 @@ func (c *config) settings() envconf.Set {
 	}}
 	dispatch, dispatchRules := c.dispatchSettings()
 	oncall, oncallRules := c.Oncall.settings(&c.HTTPAddr, &c.WebhookURL)
-	set.Settings = append(append(set.Settings, dispatch...), oncall...)
+	set.Settings = append(append(append(set.Settings, dispatch...), oncall...), c.Tracing.Settings("finance")...)
 	set.Rules = append(dispatchRules, oncallRules...)
 	return set
 }

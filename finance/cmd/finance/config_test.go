@@ -185,11 +185,12 @@ func TestHelpListsEveryVariable(t *testing.T) {
 		require.True(t, strings.Contains(out.String(), v), v)
 	}
 	for _, line := range []string{
-		"  DISPATCH_BACKOFF           full-jitter ceilings, comma-separated (default\n" +
-			"                             5s,30s,5m,30m,4h; each at least 50ms)\n",
-		"  ALERT_REPEAT               least time between two messages of one alert (default 1m; at\n" +
-			"                             least 1s)\n",
-		"  API_TOKENS_FILE            the file to read API_TOKENS from instead\n",
+		"  DISPATCH_BACKOFF                 full-jitter ceilings, comma-separated (default\n" +
+			"                                   5s,30s,5m,30m,4h; each at least 50ms)\n",
+		"  ALERT_REPEAT                     least time between two messages of one alert (default\n" +
+			"                                   1m; at least 1s)\n",
+		"  API_TOKENS_FILE                  the file to read API_TOKENS from instead\n",
+		"  OTEL_EXPORTER_OTLP_ENDPOINT      OTLP/HTTP collector base URL, e.g.\n",
 	} {
 		require.Contains(t, out.String(), line)
 	}
@@ -213,4 +214,24 @@ func TestTrustedProxiesDefaultToNobody(t *testing.T) {
 	cfg, err = parseConfig(environ(map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.7"}), "migrate")
 	require.NoError(t, err)
 	require.NotZero(t, cfg.TrustedProxies)
+}
+
+// Tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT is set; the OpenTelemetry
+// variables finance declares are accepted, any other OTEL_* is refused like a typo.
+func TestTracingVariables(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseConfig(serveEnv(nil), "serve")
+	require.NoError(t, err)
+	require.Empty(t, cfg.Tracing.Endpoint, "off by default")
+	require.Equal(t, "finance", cfg.Tracing.ServiceName)
+
+	cfg, err = parseConfig(serveEnv(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318",
+		"OTEL_BSP_SCHEDULE_DELAY": "200", "OTEL_SERVICE_NAME": "finance-eu"}), "serve")
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:4318", cfg.Tracing.Endpoint)
+	require.Equal(t, 200*time.Millisecond, cfg.Tracing.ScheduleDelay)
+	require.Equal(t, "finance-eu", cfg.Tracing.ServiceName)
+
+	_, err = parseConfig(serveEnv(map[string]string{"OTEL_EXPORTER_OTLP_ENDPIONT": "http://127.0.0.1:4318"}), "serve")
+	require.EqualError(t, err, "invalid configuration: OTEL_EXPORTER_OTLP_ENDPIONT: unknown variable; did you mean OTEL_EXPORTER_OTLP_ENDPOINT?")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"handoff/docs/openapi"
@@ -18,6 +19,7 @@ import (
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/apidoc"
 	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/buildinfo"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/envconf"
@@ -27,6 +29,7 @@ import (
 	"handoff/pkg/integrationkit/metrics"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/tracing"
 	"handoff/pkg/integrationkit/webhook"
 )
 
@@ -45,6 +48,12 @@ const dispatchDBConns = 5
 // checks the pools against the server before it migrates or listens.
 func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	log := logging.New(logOut, "finance", cfg.LogLevel)
+	tel, err := tracing.Start(ctx, cfg.Tracing, buildinfo.Version(), log)
+	if err != nil {
+		return err
+	}
+	defer tel.Close() // flushes the spans still queued, within tracing.CloseTimeout
+	tp := tel.TracerProvider()
 	db, err := pgdb.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
 		return err
@@ -65,7 +74,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	e, closeOps, err := newServer(db, cfg, guard, oc.Metrics, log)
+	e, closeOps, err := newServer(db, cfg, guard, oc.Metrics, log, httpserver.WithTracing(tp))
 	if err != nil {
 		return err
 	}
@@ -77,7 +86,7 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 			return err
 		}
 		defer dispatchDB.Close()
-		if d, err = newDispatcher(dispatchDB, cfg, guard, log, oc.Observer); err != nil {
+		if d, err = newDispatcher(dispatchDB, cfg, guard, log, oc.Observer, tp); err != nil {
 			return err
 		}
 	}
@@ -92,7 +101,8 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	for _, r := range oc.Runners {
 		g.Go(func() error { return r.Run(ctx) })
 	}
-	log.Info("finance started", "addr", cfg.HTTPAddr, "dispatcher", cfg.DispatchOn, "destination", cfg.WebhookURL)
+	log.Info("finance started", "addr", cfg.HTTPAddr, "dispatcher", cfg.DispatchOn, "destination", cfg.WebhookURL,
+		"tracing", tp != nil)
 	err = g.Wait()
 	log.Info("finance stopped", "err", err)
 	return err
@@ -101,9 +111,9 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 // newServer wires every route of finance: /healthz and /readyz, the clerks' API, the
 // ops API and the dashboard, /metrics of reg, and the OpenAPI document that lists them
 // all. closeOps releases the ops service's logistics client, which calls through guard.
-func newServer(db *bun.DB, cfg config, guard *egress.Dialer, reg *prometheus.Registry, log *slog.Logger) (
-	e *echo.Echo, closeOps func(), err error) {
-	e = httpserver.New(log)
+func newServer(db *bun.DB, cfg config, guard *egress.Dialer, reg *prometheus.Registry, log *slog.Logger,
+	opts ...httpserver.Option) (e *echo.Echo, closeOps func(), err error) {
+	e = httpserver.New(log, opts...)
 	e.Use(metrics.NewHTTP(reg, "finance").Middleware())
 	cfg.TrustedProxies.Apply(e)
 	httpserver.Health(e, func(ctx context.Context) error { return pgdb.CheckCurrent(ctx, db, migrations.Finance()) })
@@ -166,11 +176,13 @@ func deliveryTables(cfg config) (*outbox.Store, *breaker.Breaker, error) {
 	return store, br, nil
 }
 
-func newDispatcher(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger, obs delivery.Observer) (*delivery.Dispatcher, error) {
+// newDispatcher builds the dispatcher; tp nil delivers untraced.
+func newDispatcher(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger, obs delivery.Observer,
+	tp trace.TracerProvider) (*delivery.Dispatcher, error) {
 	store, br, err := deliveryTables(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return delivery.New(db, store, webhook.NewSigner(cfg.WebhookSecrets), cfg.Dispatch,
-		delivery.Deps{Log: log, Breaker: br, Guard: guard, Observer: obs})
+		delivery.Deps{Log: log, Breaker: br, Guard: guard, Observer: obs, TracerProvider: tp})
 }

@@ -9,6 +9,7 @@ import (
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/tracing"
 	"handoff/pkg/integrationkit/webhook"
 
 	"handoff/logistics/internal/webhookapi"
@@ -35,6 +36,7 @@ type Config struct {
 	// BatchMaxItems bounds the items of one POST /webhooks/finance/batch.
 	BatchMaxItems int
 	LogLevel      slog.Level
+	Tracing       tracing.Config
 }
 
 // tokenRoles are the roles API_TOKENS may name: the same variable serves every handoff
@@ -82,7 +84,7 @@ func (c *Config) settings() envconf.Set {
 		}},
 		envconf.Int(&c.BatchMaxItems, "BATCH_MAX_ITEMS", webhookapi.DefaultBatchMaxItems, 1, 0,
 			"most events one POST /webhooks/finance/batch may carry; keep it at least finance's DISPATCH_BATCH"),
-	}, c.Retention.settings()...)}
+	}, append(c.Retention.settings(), c.Tracing.Settings("logistics")...)...)}
 }
 
 // parseTokens reads API_TOKENS, which must name at least one token.

@@ -159,7 +159,8 @@ func TestHelpSaysTheFloors(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"help"}, nil, &out, io.Discard))
-	require.Contains(t, out.String(), "  SHUTDOWN_GRACE           how long serve waits for requests in flight on shutdown\n"+
-		"                           (default 10s; at least 1s)\n")
-	require.Contains(t, out.String(), "  WEBHOOK_SECRET_FILE      the file to read WEBHOOK_SECRET from instead\n")
+	require.Contains(t, out.String(), "  SHUTDOWN_GRACE                   how long serve waits for requests in flight on shutdown\n"+
+		"                                   (default 10s; at least 1s)\n")
+	require.Contains(t, out.String(), "  WEBHOOK_SECRET_FILE              the file to read WEBHOOK_SECRET from instead\n")
+	require.Contains(t, out.String(), "  OTEL_SERVICE_NAME                service.name of every span (default logistics)\n")
 }

@@ -27,6 +27,7 @@ import (
 	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/metrics"
 	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/tracing"
 	"handoff/pkg/integrationkit/webhook"
 
 	"handoff/logistics/internal/opsapi"
@@ -131,6 +132,11 @@ func program(environ []string, stdout, stderr io.Writer) cli.Program {
 // serve runs the webhook consumer and the APIs until ctx ends, then drains. It
 // checks the pool against the server before it migrates or listens.
 func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	tel, err := tracing.Start(ctx, cfg.Tracing, buildinfo.Version(), log)
+	if err != nil {
+		return err
+	}
+	defer tel.Close() // flushes the spans still queued, within tracing.CloseTimeout
 	db, err := pgdb.Open(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
 		return err
@@ -152,7 +158,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("API_TOKENS has no warehouse token: the warehouse API will refuse every request")
 	}
 	reg := metrics.NewRegistry()
-	e, err := newServer(db, cfg, reg, log)
+	e, err := newServer(db, cfg, reg, log, httpserver.WithTracing(tel.TracerProvider()))
 	if err != nil {
 		return err
 	}
@@ -170,8 +176,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 // newServer wires every route of the service, /metrics of reg, and the OpenAPI
 // document that lists them.
-func newServer(db *bun.DB, cfg Config, reg *prometheus.Registry, log *slog.Logger) (*echo.Echo, error) {
-	e := httpserver.New(log)
+func newServer(db *bun.DB, cfg Config, reg *prometheus.Registry, log *slog.Logger, opts ...httpserver.Option) (*echo.Echo, error) {
+	e := httpserver.New(log, opts...)
 	httpserver.Health(e, func(ctx context.Context) error {
 		return pgdb.CheckCurrent(ctx, db, migrations.Logistics())
 	})

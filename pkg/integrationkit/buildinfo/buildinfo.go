@@ -36,3 +36,21 @@ func Write(w io.Writer, name string, info *debug.BuildInfo) error {
 		unknown(vcs["vcs.modified"]), goVersion, runtime.GOOS, runtime.GOARCH)
 	return err
 }
+
+// Version names the running build in one word: the main module's version when it is
+// a release, else the VCS revision, else "unknown" (a service's traces carry it).
+func Version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			return s.Value
+		}
+	}
+	return "unknown"
+}

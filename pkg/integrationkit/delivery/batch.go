@@ -82,6 +82,8 @@ func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
 		d.release(ctx, recs[limit:])
 		recs = recs[:limit]
 	}
+	ctx, span := d.startDeliverBatch(ctx, recs)
+	defer span.End()
 	permit, ok := d.admit(ctx, recs)
 	if !ok {
 		return
@@ -106,6 +108,9 @@ func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
 			itemDec, itemRes = d.itemDecision(answers, rec, res)
 		}
 		items[i] = outbox.Settlement{Record: rec, Outcome: d.outcome(rec, itemDec, itemRes)}
+	}
+	if len(items) == 1 {
+		recordOutcome(span, items[0].Outcome)
 	}
 	if d.settle(settleCtx, items) > 0 {
 		d.recordCircuit(settleCtx, recs[0], permit, verdictOf(res))
@@ -188,7 +193,10 @@ func (d *Dispatcher) itemDecision(answers map[string]BatchAnswer, rec outbox.Rec
 
 // sendBatch posts the batch and returns the transport result and, for a 200 whose
 // body is a batch answer, the answers by key (nil otherwise).
-func (d *Dispatcher) sendBatch(ctx context.Context, recs []outbox.Record) (response, map[string]BatchAnswer) {
+func (d *Dispatcher) sendBatch(ctx context.Context, recs []outbox.Record) (res response, answers map[string]BatchAnswer) {
+	url := recs[0].Destination + d.cfg.BatchSuffix
+	ctx, span := d.startSend(ctx, url)
+	defer func() { endSend(span, res) }()
 	body, err := json.Marshal(batchRequest(recs))
 	if err != nil {
 		return response{err: fmt.Errorf("marshal batch: %w", err), started: time.Now()}, nil
@@ -197,13 +205,14 @@ func (d *Dispatcher) sendBatch(ctx context.Context, recs []outbox.Record) (respo
 	if err != nil {
 		return response{err: err, started: time.Now()}, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, recs[0].Destination+d.cfg.BatchSuffix, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return response{err: fmt.Errorf("build request: %w", err), started: time.Now()}, nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "handoff-dispatcher/1")
 	req.Header.Set(HeaderRequestID, id.String())
+	propagate(ctx, req.Header, loneTraceparent(recs))
 	started := time.Now()
 	if err := d.signer.SetHeaders(req.Header, id.String(), started, body); err != nil {
 		return response{err: fmt.Errorf("sign: %w", err), started: started}, nil
@@ -214,7 +223,7 @@ func (d *Dispatcher) sendBatch(ctx context.Context, recs []outbox.Record) (respo
 	}
 	defer resp.Body.Close()
 	data, _ := egress.ReadBody(resp.Body, batchResponseBytes) // too long or cut short: unreadable below
-	res := response{status: resp.StatusCode, header: resp.Header, snippet: snippet(data),
+	res = response{status: resp.StatusCode, header: resp.Header, snippet: snippet(data),
 		started: started, duration: time.Since(started)}
 	if resp.StatusCode != http.StatusOK {
 		return res, nil
@@ -224,11 +233,19 @@ func (d *Dispatcher) sendBatch(ctx context.Context, recs []outbox.Record) (respo
 		d.log.WarnContext(ctx, "batch answer unreadable", "err", err)
 		return res, nil
 	}
-	answers := make(map[string]BatchAnswer, len(br.Items))
+	answers = make(map[string]BatchAnswer, len(br.Items))
 	for _, a := range br.Items {
 		answers[a.IdempotencyKey] = a
 	}
 	return res, answers
+}
+
+// loneTraceparent is the stored traceparent a batch of one passes on untraced.
+func loneTraceparent(recs []outbox.Record) string {
+	if len(recs) == 1 {
+		return recs[0].Traceparent
+	}
+	return ""
 }
 
 // batchResponseBytes bounds a batch answer: a problem per item fits many times over.

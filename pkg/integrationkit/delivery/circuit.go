@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/webhook"
@@ -47,6 +49,9 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 			DeferredBy: deferral,
 			Label:      label,
 		}}
+	}
+	if len(items) == 1 {
+		recordOutcome(trace.SpanFromContext(ctx), items[0].Outcome)
 	}
 	d.settle(ctx, items)
 	switch {

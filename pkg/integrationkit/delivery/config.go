@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"handoff/pkg/integrationkit/backoff"
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/egress"
@@ -109,4 +111,7 @@ type Deps struct {
 	// egress.NewClient's (nil: egress's default policy, public destinations on 80 and
 	// 443 only).
 	Guard *egress.Dialer
+	// TracerProvider, when set, traces each delivery of an event written under a trace
+	// (see trace.go); nil starts no span.
+	TracerProvider trace.TracerProvider
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/trace"
 
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/egress"
@@ -34,6 +35,7 @@ type Dispatcher struct {
 	client   *http.Client
 	breaker  *breaker.Breaker
 	observer Observer
+	tracer   trace.Tracer // nil: tracing off
 	cfg      Config
 	log      *slog.Logger
 
@@ -62,11 +64,15 @@ func New(db *bun.DB, store *outbox.Store, signer *webhook.Signer, cfg Config, de
 	if r == nil {
 		r = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	return &Dispatcher{
+	d := &Dispatcher{
 		db: db, store: store, signer: signer, cfg: cfg, log: log.With("component", "dispatcher"),
 		client: newClient(cfg, deps.Guard), rand: r, breaker: deps.Breaker, observer: obs,
 		receivers: newReceivers(), wake: make(chan struct{}, 1),
-	}, nil
+	}
+	if deps.TracerProvider != nil {
+		d.tracer = deps.TracerProvider.Tracer(tracerScope)
+	}
+	return d, nil
 }
 
 // newClient is the dispatcher's guarded client: one request bounded by Timeout, with
@@ -159,10 +165,12 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 func (d *Dispatcher) claim(ctx context.Context, limit int) ([]outbox.Record, error) {
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
 	defer cancel()
+	start := time.Now()
 	recs, err := d.store.Claim(claimCtx, d.db, d.cfg.Owner, limit, d.cfg.Lease)
 	if err != nil {
 		return nil, err
 	}
+	d.traceClaim(recs, start, time.Now())
 	if ctx.Err() != nil {
 		d.release(claimCtx, recs)
 		return nil, nil

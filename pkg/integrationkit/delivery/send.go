@@ -15,6 +15,7 @@ import (
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/tracing"
 )
 
 // Envelope is the JSON body of every delivery.
@@ -52,6 +53,8 @@ type response struct {
 // spends the budget and a slow 2xx is delivered once.
 func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record) {
 	ctx = logging.WithCorrelationID(ctx, rec.CorrelationID)
+	ctx, span := d.startDeliver(ctx, rec)
+	defer span.End()
 	permit, ok := d.admit(ctx, []outbox.Record{rec})
 	if !ok {
 		return
@@ -64,6 +67,7 @@ func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record) {
 		return
 	}
 	out := d.outcome(rec, Classify(res.status, res.header, res.err, time.Now()), res)
+	recordOutcome(span, out)
 	if settled := d.settle(settleCtx, []outbox.Settlement{{Record: rec, Outcome: out}}); settled == 1 {
 		d.recordCircuit(settleCtx, rec, permit, verdictOf(res))
 	}
@@ -84,7 +88,9 @@ func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // many were settled (the others' leases were taken over, or the database failed and
 // their leases will expire).
 func (d *Dispatcher) settle(ctx context.Context, items []outbox.Settlement) int {
-	settled, err := d.store.SettleMany(ctx, d.db, items)
+	spanCtx, span := d.startSettle(ctx, len(items))
+	settled, err := d.store.SettleMany(spanCtx, d.db, items)
+	tracing.End(span, err)
 	if err != nil {
 		d.log.ErrorContext(ctx, "settle failed; the leases will expire and the events be retried", "events", len(items), "err", err)
 		return 0
@@ -109,7 +115,9 @@ func (d *Dispatcher) release(ctx context.Context, recs []outbox.Record) {
 	}
 }
 
-func (d *Dispatcher) send(ctx context.Context, rec outbox.Record) response {
+func (d *Dispatcher) send(ctx context.Context, rec outbox.Record) (res response) {
+	ctx, span := d.startSend(ctx, rec.Destination)
+	defer func() { endSend(span, res) }()
 	body, err := json.Marshal(envelope(rec))
 	if err != nil {
 		return response{err: fmt.Errorf("marshal envelope: %w", err), started: time.Now()}
@@ -123,6 +131,7 @@ func (d *Dispatcher) send(ctx context.Context, rec outbox.Record) response {
 	req.Header.Set(HeaderIdempotencyKey, rec.IdempotencyKey)
 	req.Header.Set(HeaderAttempt, strconv.Itoa(rec.Requests+1))
 	req.Header.Set(HeaderRequestID, cmp.Or(rec.CorrelationID, rec.ID.String()))
+	propagate(ctx, req.Header, rec.Traceparent) // beside the signature: not signed
 	started := time.Now()
 	// The key is the webhook-id, so the signature covers it and a receiver can refuse
 	// a captured delivery replayed under another key.
@@ -138,7 +147,7 @@ func (d *Dispatcher) send(ctx context.Context, rec outbox.Record) response {
 	// Read at most MaxResponseBytes (after any decompression), keep the first KiB; a
 	// longer answer is no fault of the delivery.
 	data, readErr := egress.ReadBody(resp.Body, d.cfg.MaxResponseBytes)
-	res := response{status: resp.StatusCode, header: resp.Header, snippet: snippet(data),
+	res = response{status: resp.StatusCode, header: resp.Header, snippet: snippet(data),
 		started: started, duration: time.Since(started)}
 	if readErr != nil && !errors.Is(readErr, egress.ErrBodyTooLarge) && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		// A 2xx whose body broke off still came from a receiver that committed.

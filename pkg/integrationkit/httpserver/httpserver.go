@@ -1,7 +1,7 @@
 // Package httpserver builds the echo servers of the services with the same hardening:
 // server timeouts against slow clients, a correlation id on every request, problem+json
 // errors, recovery from panics, access logs, forwarding headers believed only from
-// trusted proxies, and /healthz and /readyz.
+// trusted proxies, /healthz and /readyz, and (WithTracing) a span per request.
 package httpserver
 
 import (
@@ -29,12 +29,19 @@ const HeaderRequestID = "X-Request-ID"
 // New returns an echo instance with the common middleware and error handler. It
 // trusts no proxy (see Proxies.Apply): the client's address and scheme are the
 // connection's, whatever forwarding headers say.
-func New(log *slog.Logger) *echo.Echo {
+func New(log *slog.Logger, opts ...Option) *echo.Echo {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
 	Proxies{}.Apply(e)
 	e.HTTPErrorHandler = problem.Handler(log)
+	if o.tracer != nil {
+		e.Use(traced(o.tracer))
+	}
 	e.Use(correlation, middleware.RecoverWithConfig(middleware.RecoverConfig{
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			log.ErrorContext(c.Request().Context(), "panic", "err", err, "stack", string(stack))
@@ -74,7 +81,7 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 				c.Error(err)
 			}
 			req := c.Request()
-			if c.Path() == "/healthz" || c.Path() == "/readyz" || c.Path() == "/metrics" {
+			if isProbe(c.Path()) {
 				return nil
 			}
 			log.InfoContext(req.Context(), "http request", "method", req.Method, "path", c.Path(),

@@ -9,8 +9,10 @@ import (
 	"slices"
 
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/attribute"
 
 	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/tracing"
 )
 
 // BatchRetries is how many times ProcessBatch runs a batch again after PostgreSQL
@@ -56,10 +58,27 @@ type BatchOutcome struct {
 // apply's own locks runs the whole batch again, up to BatchRetries times. Items must
 // be valid and share one set of Columns; otherwise ErrInvalidItem is returned and
 // nothing happens.
-func (in *Inbox) ProcessBatch(ctx context.Context, db *bun.DB, items []Item, apply BatchApplyFunc) ([]BatchOutcome, error) {
+//
+// Under a traced request the transaction, retries included, is an
+// "inbox.process_batch" span of its trace.
+func (in *Inbox) ProcessBatch(ctx context.Context, db *bun.DB, items []Item, apply BatchApplyFunc) (outs []BatchOutcome, err error) {
 	if err := validateBatch(items); err != nil || len(items) == 0 {
 		return nil, err
 	}
+	ctx, span := tracing.Child(ctx, tracerScope, "inbox.process_batch")
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("handoff.inbox.table", in.table),
+				attribute.Int("messaging.batch.message_count", len(items)))
+		}
+		tracing.End(span, err)
+	}()
+	return in.processBatchTx(ctx, db, items, apply)
+}
+
+// processBatchTx runs the batch's transaction, again after a serialization failure
+// or deadlock, up to BatchRetries times.
+func (in *Inbox) processBatchTx(ctx context.Context, db *bun.DB, items []Item, apply BatchApplyFunc) ([]BatchOutcome, error) {
 	for attempt := 0; ; attempt++ {
 		var outs []BatchOutcome
 		err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

@@ -39,7 +39,13 @@ import (
 	"slices"
 
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/attribute"
+
+	"handoff/pkg/integrationkit/tracing"
 )
+
+// tracerScope names the inbox's spans' instrumentation.
+const tracerScope = "handoff/pkg/integrationkit/inbox"
 
 // ResultApplied is the result stored when apply returns an empty one.
 const ResultApplied = "applied"
@@ -100,12 +106,22 @@ func New(table string) (*Inbox, error) {
 // Process applies it in a transaction of its own: the record and apply's changes
 // commit together, or neither does (an apply error rolls both back and is returned).
 // A duplicate applies nothing; a reused key returns ErrKeyReuse.
-func (in *Inbox) Process(ctx context.Context, db *bun.DB, it Item, apply ApplyFunc) (Outcome, error) {
+//
+// Under a traced request the transaction is an "inbox.process" span of its trace.
+func (in *Inbox) Process(ctx context.Context, db *bun.DB, it Item, apply ApplyFunc) (out Outcome, err error) {
 	if err := it.validate(); err != nil {
 		return Outcome{}, err
 	}
-	var out Outcome
-	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	ctx, span := tracing.Child(ctx, tracerScope, "inbox.process")
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("handoff.inbox.table", in.table),
+				attribute.String("handoff.idempotency_key", it.Key), attribute.Bool("handoff.inbox.duplicate", out.Duplicate),
+				attribute.String("handoff.inbox.result", out.Result))
+		}
+		tracing.End(span, err)
+	}()
+	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		out, err = in.process(ctx, tx, it, apply)
 		return err

@@ -1,11 +1,14 @@
 // Package logging builds the JSON slog logger of the services and carries one
-// correlation id through a request's context into every log line written under it.
+// correlation id through a request's context into every log line written under it,
+// with the trace id of the context's span when it is traced.
 package logging
 
 import (
 	"context"
 	"io"
 	"log/slog"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 type ctxKey struct{}
@@ -22,7 +25,8 @@ func CorrelationID(ctx context.Context) string {
 }
 
 // New returns a JSON logger writing to w at level that adds correlation_id to every
-// record logged with a context that carries one, and service to every record.
+// record logged with a context that carries one, trace_id to every record logged under
+// a span (package tracing), and service to every record.
 func New(w io.Writer, service string, level slog.Leveler) *slog.Logger {
 	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
 	return slog.New(correlated{h}).With("service", service)
@@ -33,6 +37,9 @@ type correlated struct{ slog.Handler }
 func (c correlated) Handle(ctx context.Context, r slog.Record) error {
 	if id := CorrelationID(ctx); id != "" {
 		r.AddAttrs(slog.String("correlation_id", id))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()))
 	}
 	return c.Handler.Handle(ctx, r)
 }

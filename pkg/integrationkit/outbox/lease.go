@@ -30,6 +30,9 @@ type Record struct {
 	// Requests is how many requests were sent before this claim; the next is Requests+1.
 	Requests   int
 	LeaseToken uuid.UUID
+	// Traceparent is the W3C trace context the event was written under (its
+	// outbox.enqueue span), or "" when it was written untraced.
+	Traceparent string
 }
 
 // ErrLeaseLost means the record's lease was taken over (it expired and another
@@ -62,7 +65,7 @@ func (s *Store) Claim(ctx context.Context, db bun.IDB, owner string, limit int, 
 		var payload []byte
 		if err := rows.Scan(&r.ID, &r.EventType, &payload, &r.IdempotencyKey, &r.Destination,
 			&r.AggregateKey, &r.Sequence, &r.CorrelationID, &r.CreatedAt, &r.Attempts, &r.Requests,
-			&r.LeaseToken); err != nil {
+			&r.LeaseToken, &r.Traceparent); err != nil {
 			return nil, fmt.Errorf("outbox: claim: %w", err)
 		}
 		r.Payload = payload

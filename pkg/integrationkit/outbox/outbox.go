@@ -11,10 +11,10 @@
 // correlation_id, delivery_status, delivery_attempts, request_count, last_attempt_at,
 // next_attempt_at, delivered_at, created_at, lease_owner, lease_token,
 // lease_expires_at, last_error, last_status_code, failed_reason, page_owed,
-// skipped_at, deferred_at, deferred_by; and a table <name>_attempts with one row per
-// request. The reference DDL, with the partial indexes the claim relies on, is in
-// package outboxtest: the head test (an earlier event pending or failed) probes the
-// index of undelivered rows.
+// skipped_at, deferred_at, deferred_by, traceparent; and a table <name>_attempts with
+// one row per request. The reference DDL, with the partial indexes the claim relies
+// on, is in package outboxtest: the head test (an earlier event pending or failed)
+// probes the index of undelivered rows.
 package outbox
 
 import (
@@ -26,8 +26,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/attribute"
 
 	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/tracing"
 )
 
 // Status values of delivery_status. Pending and failed events are undelivered: they
@@ -65,6 +67,9 @@ type Event struct {
 	CorrelationID string
 }
 
+// tracerScope names the outbox's spans' instrumentation.
+const tracerScope = "handoff/pkg/integrationkit/outbox"
+
 // Store reads and writes one outbox table.
 type Store struct {
 	table    string
@@ -91,21 +96,32 @@ func (s *Store) Channel() string { return s.channel }
 
 // Enqueue writes ev in the caller's transaction and notifies dispatchers; the notice
 // is delivered by PostgreSQL only when that transaction commits.
-func (s *Store) Enqueue(ctx context.Context, db bun.IDB, ev Event) (uuid.UUID, error) {
+//
+// Under a traced request (ctx carries a span) the write is an "outbox.enqueue" span of
+// that trace, and the row keeps the span's traceparent: the dispatcher's spans and the
+// delivery continue from it. Under none the column stays NULL and nothing else is done.
+func (s *Store) Enqueue(ctx context.Context, db bun.IDB, ev Event) (id uuid.UUID, err error) {
 	if ev.Type == "" || ev.AggregateKey == "" || ev.IdempotencyKey == "" || ev.Destination == "" || ev.Sequence < 1 {
 		return uuid.Nil, fmt.Errorf("outbox: event needs type, aggregate key, sequence ≥ 1, idempotency key and destination")
 	}
+	ctx, span := tracing.Child(ctx, tracerScope, "outbox.enqueue")
+	defer func() { tracing.End(span, err) }()
 	payload, err := json.Marshal(ev.Payload)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("outbox: marshal payload: %w", err)
 	}
-	id, err := uuid.NewV7()
+	id, err = uuid.NewV7()
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("outbox: new id: %w", err)
 	}
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("messaging.destination.name", s.table),
+			attribute.String("messaging.message.id", id.String()), attribute.String("handoff.event.type", ev.Type),
+			attribute.String("handoff.idempotency_key", ev.IdempotencyKey))
+	}
 	stmts := pgdb.Prepared(db)
 	_, err = stmts.Exec(ctx, s.sql.enqueue, id, ev.Type, string(payload), ev.IdempotencyKey,
-		ev.Destination, ev.AggregateKey, ev.Sequence, ev.CorrelationID)
+		ev.Destination, ev.AggregateKey, ev.Sequence, ev.CorrelationID, tracing.Traceparent(ctx))
 	if err != nil {
 		if pgdb.IsUniqueViolation(err) {
 			return uuid.Nil, fmt.Errorf("%w: %s", ErrDuplicate, ev.IdempotencyKey)

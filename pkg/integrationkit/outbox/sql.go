@@ -12,7 +12,8 @@ func newStatements(table string) statements {
 	t, attempts := pgx.Identifier{table}.Sanitize(), pgx.Identifier{table + "_attempts"}.Sanitize()
 	return statements{
 		enqueue: `INSERT INTO ` + t + ` (id, event_type, payload, idempotency_key, destination,
-			aggregate_key, aggregate_seq, correlation_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			aggregate_key, aggregate_seq, correlation_id, traceparent)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''))`,
 		// Run by every dispatcher loop that finds nothing to claim.
 		nextDue: `SELECT EXTRACT(EPOCH FROM (min(next_attempt_at) - now()))::float8
 			FROM ` + t + ` WHERE delivery_status = 'pending' AND next_attempt_at > now()`,
@@ -39,7 +40,7 @@ func newStatements(table string) statements {
 		FROM due WHERE o.id = due.id
 		RETURNING o.id, o.event_type, o.payload, o.idempotency_key, o.destination,
 		          o.aggregate_key, o.aggregate_seq, o.correlation_id, o.created_at,
-		          o.delivery_attempts, o.request_count, o.lease_token`,
+		          o.delivery_attempts, o.request_count, o.lease_token, coalesce(o.traceparent, '')`,
 		// One array per column of the settlements (see columns).
 		settle: `
 		WITH v AS (

@@ -44,6 +44,7 @@ CREATE TABLE kit_outbox (
     skipped_at timestamptz,
     deferred_at timestamptz,
     deferred_by text,
+    traceparent text,
     UNIQUE (aggregate_key, aggregate_seq)
 );
 CREATE INDEX kit_outbox_due_idx ON kit_outbox (next_attempt_at) WHERE delivery_status = 'pending';

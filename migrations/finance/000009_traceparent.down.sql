@@ -1,0 +1,1 @@
+ALTER TABLE finance_outbox DROP COLUMN traceparent;
