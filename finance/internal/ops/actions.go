@@ -55,6 +55,8 @@ func (a Action) check() (Action, error) {
 		return a, errors.New("ops: an action needs an actor")
 	case a.Reason == "":
 		return a, &ValidationError{Field: "reason", Detail: "is required: say why"}
+	case !storable(a.Reason):
+		return a, &ValidationError{Field: "reason", Detail: "must be valid UTF-8 without NUL"}
 	case utf8.RuneCountInString(a.Reason) > MaxReasonLength:
 		return a, &ValidationError{Field: "reason", Detail: fmt.Sprintf("must be at most %d characters", MaxReasonLength)}
 	}
@@ -144,4 +146,9 @@ func events(refs []outbox.EventRef) ([]audit.Event, error) {
 		out[i] = audit.Event{ID: r.ID, InvoiceID: inv}
 	}
 	return out, nil
+}
+
+// storable reports whether PostgreSQL takes s as text: valid UTF-8 without NUL.
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }

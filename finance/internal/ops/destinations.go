@@ -20,6 +20,9 @@ func (s *Service) Retarget(ctx context.Context, from string, act Action) (int, e
 	if err != nil {
 		return 0, err
 	}
+	if !storable(from) || len(from) > maxDestinationLength {
+		return 0, &ValidationError{Field: "from", Detail: "must be valid UTF-8 without NUL, at most 2048 bytes"}
+	}
 	if s.cfg.Destination == "" {
 		return 0, errors.New("ops: no current destination to retarget to")
 	}
@@ -86,6 +89,8 @@ func checkDestination(dest string, act Action) (Action, error) {
 		return act, &ValidationError{Field: "destination", Detail: "is required"}
 	case len(dest) > maxDestinationLength:
 		return act, &ValidationError{Field: "destination", Detail: "must be at most 2048 bytes"}
+	case !storable(dest):
+		return act, &ValidationError{Field: "destination", Detail: "must be valid UTF-8 without NUL"}
 	}
 	return act.check()
 }

@@ -46,6 +46,11 @@ type confirmPage struct {
 	DryRun *outbox.BulkResult
 	// Reason is the reason typed so far; Refused says why it was not taken.
 	Reason, Refused string
+	// Note warns of a consequence particular to this event or destination.
+	Note string
+	// Inapplicable says why the action does not apply now; the page then offers no
+	// form.
+	Inapplicable string
 }
 
 type formField struct{ Name, Value string }
@@ -92,12 +97,43 @@ func (d *Dashboard) renderEventConfirm(c echo.Context, status int, id uuid.UUID,
 	if err != nil {
 		return err
 	}
+	row := rows[0]
 	p := confirmPage{
-		Heading: a.button + " " + ev.EventType + " #" + strconv.FormatInt(ev.Sequence, 10) + " of " + rows[0].Invoice + "?",
+		Heading: a.button + " " + ev.EventType + " #" + strconv.FormatInt(ev.Sequence, 10) + " of " + row.Invoice + "?",
 		Explain: a.explain, Post: EventPath(id) + "/" + name, Button: a.button, Danger: a.danger,
-		Cancel: EventPath(id), Event: &rows[0], Reason: reason, Refused: refused,
+		Cancel: EventPath(id), Event: &row, Reason: reason, Refused: refused,
+	}
+	if !row.can(name) {
+		p.Inapplicable = inapplicable(row, name)
+	}
+	if cur := d.cfg.Service.Destination(); name == audit.Resend && cur != "" && ev.Destination != cur {
+		p.Note = "This event is addressed to " + ev.Destination + ", not to the current destination " + cur +
+			": a resend goes there. Retarget that destination afterwards if it is gone."
 	}
 	return d.render(c, status, "confirm", view{Title: a.button + " event", Data: p})
+}
+
+// inapplicable says why action does not apply to r now.
+func inapplicable(r eventRow, action string) string {
+	switch {
+	case r.InFlight:
+		return "A dispatcher is sending this event right now. Look again in a moment."
+	case r.Status == outbox.StatusSkipped:
+		return "An operator skipped this event: it is never sent again."
+	case action == audit.Resend:
+		return "Only a delivered event can be resent; this one is " + r.Status + "."
+	case action == audit.Skip:
+		return "Only a dead letter (a failed event) can be skipped; this one is " + r.Status + "."
+	case r.Status == outbox.StatusDelivered:
+		return "The event is delivered: Resend sends it again under its key."
+	case r.WaitingFor != nil:
+		return "This event waits for an earlier failed event of its invoice: retry or skip that one."
+	case r.Paused():
+		return "Its destination is paused: resume it, and the event goes at once."
+	case r.Deferred():
+		return "The open circuit of its destination holds it: it goes when the circuit lets a probe through."
+	}
+	return "The action does not apply to this event now."
 }
 
 // actOnEvent carries out an action on one event and shows the event.
@@ -108,8 +144,8 @@ func (d *Dashboard) actOnEvent(c echo.Context) error {
 	}
 	reason := formValue(c, reasonField)
 	_, err = a.do(d.cfg.Service, c.Request().Context(), id, ops.Action{Actor: principal(c), Reason: reason})
-	if refused, ok := refusal(err); ok {
-		return d.renderEventConfirm(c, http.StatusBadRequest, id, name, a, reason, refused)
+	if refused, status, ok := refusal(err); ok {
+		return d.renderEventConfirm(c, status, id, name, a, reason, refused)
 	}
 	if err != nil {
 		return err
@@ -130,13 +166,24 @@ func eventActionOf(c echo.Context) (uuid.UUID, eventAction, string, error) {
 	return id, a, name, nil
 }
 
-// refusal returns what an operator must correct in a request the service refused.
-func refusal(err error) (string, bool) {
+// refusal returns what stopped an action the service refused and the status to show
+// its confirmation page with: what the operator must correct (400), or a state the
+// event or destination is in now, perhaps since another operator acted (409).
+func refusal(err error) (string, int, bool) {
 	var bad *ops.ValidationError
-	if errors.As(err, &bad) {
-		return "The " + bad.Field + " " + bad.Detail + ".", true
+	var fe *outbox.FilterError
+	switch {
+	case errors.As(err, &bad):
+		return "The " + bad.Field + " " + bad.Detail + ".", http.StatusBadRequest, true
+	case errors.As(err, &fe):
+		return "The " + fe.Field + " " + fe.Detail + ".", http.StatusBadRequest, true
 	}
-	return "", false
+	for _, m := range pageErrors {
+		if m.status == http.StatusConflict && errors.Is(err, m.err) {
+			return m.message + " Nothing was changed or recorded.", http.StatusConflict, true
+		}
+	}
+	return "", 0, false
 }
 
 // bulkAction is an action on every event a filter selects.
@@ -152,7 +199,8 @@ var bulkActions = map[string]bulkAction{
 	audit.Retry: {verb: "Retry", button: "Retry all", statuses: []string{outbox.StatusFailed, outbox.StatusPending},
 		do: (*ops.Service).RetryMatching,
 		explain: "Every matching event becomes due now with a fresh budget of attempts, oldest first, up to " +
-			strconv.Itoa(outbox.DefaultRetryLimit) + " at a time; their history stays. Events in flight are left alone."},
+			strconv.Itoa(outbox.DefaultRetryLimit) + " at a time; their history stays. Events in flight are left alone, " +
+			"and events held by a paused destination stay held until it is resumed."},
 	audit.Skip: {verb: "Skip", button: "Skip all", danger: true, statuses: []string{outbox.StatusFailed},
 		do: (*ops.Service).SkipMatching,
 		explain: "Every matching dead letter is given up: never sent again, its invoice's later events are sent " +
@@ -269,8 +317,8 @@ func (d *Dashboard) actOnMatching(c echo.Context) error {
 	}
 	reason := formValue(c, reasonField)
 	res, err := a.do(d.cfg.Service, ctx, ops.Matching{Filter: filter}, ops.Action{Actor: principal(c), Reason: reason})
-	if refused, ok := refusal(err); ok {
-		return d.renderBulkConfirm(c, http.StatusBadRequest, name, a, f, reason, refused)
+	if refused, status, ok := refusal(err); ok {
+		return d.renderBulkConfirm(c, status, name, a, f, reason, refused)
 	}
 	if err != nil {
 		return err
@@ -361,17 +409,43 @@ func (d *Dashboard) confirmDestination(c echo.Context) error {
 }
 
 func (d *Dashboard) renderDestinationConfirm(c echo.Context, status int, name string, a destinationAction, dest, reason, refused string) error {
-	if dest == "" {
-		return &outbox.FilterError{Field: "destination", Detail: "is required"}
+	row, err := d.destination(c.Request().Context(), dest)
+	if err != nil {
+		return err
 	}
-	heading := a.button + " deliveries to " + dest + "?"
+	heading := a.button + " deliveries to " + row.URL + "?"
 	if name == audit.Retarget {
-		heading = "Retarget the undelivered events of " + dest + " to " + d.cfg.Service.Destination() + "?"
+		heading = "Retarget the undelivered events of " + row.URL + " to " + d.cfg.Service.Destination() + "?"
 	}
 	p := confirmPage{Heading: heading, Explain: a.explain, Post: BasePath + "destinations/" + name, Button: a.button,
-		Danger: a.danger, Cancel: BasePath + "#circuits", Fields: []formField{{Name: "destination", Value: dest}},
-		Reason: reason, Refused: refused}
+		Danger: a.danger, Cancel: BasePath + "#circuits", Fields: []formField{{Name: "destination", Value: row.URL}},
+		Reason: reason, Refused: refused, Inapplicable: row.inapplicable(name)}
+	if name == audit.Retarget {
+		p.Note = strconv.Itoa(row.Pending) + " pending and " + strconv.Itoa(row.Failed) + " failed events are addressed to it now."
+	}
 	return d.render(c, status, "confirm", view{Title: a.button, Data: p})
+}
+
+// errUnknownDestination refuses an action on a destination the dashboard does not
+// list: not the current one, without a circuit and without undelivered events.
+var errUnknownDestination = errors.New("opsweb: no such destination")
+
+// destination returns the row of the Destinations panel for dest.
+func (d *Dashboard) destination(ctx context.Context, dest string) (destinationRow, error) {
+	ov, err := d.cfg.Service.Overview(ctx)
+	if err != nil {
+		return destinationRow{}, err
+	}
+	rows, err := d.destinationRows(ctx, ov.Circuits)
+	if err != nil {
+		return destinationRow{}, err
+	}
+	for _, r := range rows {
+		if r.URL == dest {
+			return r, nil
+		}
+	}
+	return destinationRow{}, errUnknownDestination
 }
 
 func (d *Dashboard) actOnDestination(c echo.Context) error {
@@ -380,13 +454,16 @@ func (d *Dashboard) actOnDestination(c echo.Context) error {
 		return err
 	}
 	dest, reason := formValue(c, "destination"), formValue(c, reasonField)
-	err = a.do(d, c.Request().Context(), dest, ops.Action{Actor: principal(c), Reason: reason})
-	if refused, ok := refusal(err); ok {
-		return d.renderDestinationConfirm(c, http.StatusBadRequest, name, a, dest, reason, refused)
+	row, err := d.destination(c.Request().Context(), dest)
+	if err != nil {
+		return err
 	}
-	var fe *outbox.FilterError
-	if errors.As(err, &fe) {
-		return d.renderDestinationConfirm(c, http.StatusBadRequest, name, a, dest, reason, "The "+fe.Field+" "+fe.Detail+".")
+	if why := row.inapplicable(name); why != "" {
+		return d.renderDestinationConfirm(c, http.StatusConflict, name, a, dest, reason, why+" Nothing was changed or recorded.")
+	}
+	err = a.do(d, c.Request().Context(), dest, ops.Action{Actor: principal(c), Reason: reason})
+	if refused, status, ok := refusal(err); ok {
+		return d.renderDestinationConfirm(c, status, name, a, dest, reason, refused)
 	}
 	if err != nil {
 		return err

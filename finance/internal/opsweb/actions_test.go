@@ -151,7 +151,11 @@ func TestDestinationActions(t *testing.T) {
 	p = b.get(t, p.location)
 	require.Contains(t, p.body, "Paused: no replica sends")
 	require.Contains(t, p.body, `>paused</span>`)
-	require.Equal(t, http.StatusConflict, b.confirm(t, "/ops/destinations/pause?destination="+url.QueryEscape(destination), "twice").status)
+	require.Contains(t, b.get(t, "/ops/destinations/pause?destination="+url.QueryEscape(destination)).body, "paused already")
+	token := csrfOf(t, p.body)
+	again := b.post(t, "/ops/destinations/pause", url.Values{"csrf": {token}, "reason": {"twice"},
+		"destination": {destination}}, b.srv.URL)
+	require.Equal(t, http.StatusConflict, again.status, "a second pause changes nothing")
 	p = b.confirm(t, "/ops/destinations/resume?destination="+url.QueryEscape(destination), "migration done")
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)
 
@@ -160,10 +164,72 @@ func TestDestinationActions(t *testing.T) {
 	d, err := b.store.Detail(b.ctx, b.db, moved)
 	require.NoError(t, err)
 	require.Equal(t, destination, d.Destination)
-	p = b.confirm(t, "/ops/destinations/retarget?destination="+url.QueryEscape(destination), "to itself")
-	require.Equal(t, http.StatusBadRequest, p.status, "retargeting the current destination is refused")
-	require.Contains(t, p.body, `id="refused"`)
+	p = b.post(t, "/ops/destinations/retarget", url.Values{"csrf": {token}, "reason": {"to itself"},
+		"destination": {destination}}, b.srv.URL)
+	require.Equal(t, http.StatusConflict, p.status, "retargeting the current destination is refused")
+	require.Contains(t, p.body, "nowhere to move")
 	for _, a := range []string{"pause", "resume", "retarget"} {
 		require.Equal(t, 1, b.auditCount(t, a), a)
 	}
+}
+
+// What on-call meets when a page and the event no longer agree: an action that does
+// not apply offers no form and says why; one refused because the event moved on (a
+// colleague acted first) shows the confirmation page again with the reason kept; a
+// notice in a link the event does not reflect is not shown; an event held by a pause
+// offers Resume, not Retry.
+func TestActionsThatDoNotApplySayWhy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	inv, head := b.failed(t, "HTTP 422")
+	_, err := b.invoices.Pay(b.ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-1", AmountMinor: inv.TotalMinor})
+	require.NoError(t, err)
+	var paid uuid.UUID
+	require.NoError(t, b.db.NewRaw(`SELECT id FROM finance_outbox WHERE aggregate_key = ? AND aggregate_seq = 2`,
+		inv.ID.String()).Scan(b.ctx, &paid))
+	b.login(t)
+
+	p := b.get(t, "/ops/events/"+paid.String()+"/skip")
+	require.Equal(t, http.StatusOK, p.status)
+	require.Contains(t, p.body, `id="inapplicable"`)
+	require.Contains(t, p.body, "this one is pending")
+	require.NotContains(t, p.body, `id="confirm-form"`)
+	require.Contains(t, b.get(t, "/ops/events/"+paid.String()+"/retry").body, "waits for an earlier failed event")
+
+	skip := "/ops/events/" + head.String() + "/skip"
+	form := url.Values{"csrf": {csrfOf(t, b.get(t, skip).body)}, "reason": {"poison"}}
+	require.Equal(t, http.StatusSeeOther, b.post(t, skip, form, b.srv.URL).status)
+	form.Set("reason", "a colleague's second try")
+	p = b.post(t, skip, form, b.srv.URL)
+	require.Equal(t, http.StatusConflict, p.status, "the event moved on")
+	require.Contains(t, p.body, "skipped this event")
+	require.Equal(t, 1, b.auditCount(t, "skip"))
+
+	require.NotContains(t, b.get(t, "/ops/events/"+paid.String()+"?done=skip").body, `id="notice"`,
+		"a pending event is not announced as skipped")
+	p = b.get(t, "/ops/events/"+head.String()+"?done=skip&refresh=30")
+	require.Contains(t, p.body, `id="notice"`)
+	require.NotContains(t, p.body, "done=skip", "the auto-refresh link does not repeat the notice")
+
+	require.Equal(t, http.StatusSeeOther, b.confirm(t, "/ops/destinations/pause?destination="+url.QueryEscape(destination), "migration").status)
+	_, err = b.db.NewRaw(`UPDATE finance_outbox SET deferred_at = now(), deferred_by = 'paused',
+		next_attempt_at = now() + interval '1 minute' WHERE id = ?`, paid).Exec(b.ctx)
+	require.NoError(t, err)
+	p = b.get(t, "/ops/events/"+paid.String())
+	require.Contains(t, p.body, `id="paused"`)
+	require.NotContains(t, p.body, `id="retry"`, "a retry cannot pass the pause")
+	require.Contains(t, p.body, "/ops/destinations/resume?destination=")
+
+	require.Equal(t, http.StatusNotFound, b.get(t, "/ops/destinations/pause?destination="+url.QueryEscape(destination+" ")).status,
+		"only the destinations the dashboard lists")
+	p = b.get(t, "/ops/destinations/pause?destination="+url.QueryEscape(destination))
+	require.Contains(t, p.body, "paused already")
+	require.NotContains(t, p.body, `id="confirm-form"`)
+	require.Contains(t, b.get(t, "/ops/destinations/retarget?destination="+url.QueryEscape(destination)).body,
+		"nowhere to move")
+
+	require.Equal(t, http.StatusBadRequest, b.get(t, "/ops/bulk/retry?status=failed&type=%00").status)
+	require.Equal(t, http.StatusBadRequest, b.get(t, "/ops/events?type=%00").status)
+	p = b.post(t, "/ops/login", url.Values{"token": {opsToken}, "next": {"/ops/bulk/skip?status=failed"}}, b.srv.URL)
+	require.Equal(t, "/ops/", p.location, "sign-in never lands on an action's confirmation")
 }

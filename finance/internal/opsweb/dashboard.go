@@ -188,6 +188,10 @@ func (d *Dashboard) render(c echo.Context, status int, name string, v view) erro
 	v.Principal, v.CSRF = principal(c), csrf(c)
 	if c.Request().Method == http.MethodGet && status == http.StatusOK {
 		q := c.Request().URL.Query()
+		// A notice of an action just done is not repeated by the reloads.
+		for _, k := range []string{"done", "count", "more"} {
+			q.Del(k)
+		}
 		if q.Get("refresh") == strconv.Itoa(refreshEvery) {
 			v.Refresh = refreshEvery
 			q.Del("refresh")

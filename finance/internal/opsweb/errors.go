@@ -36,6 +36,7 @@ var pageErrors = []struct {
 	{outbox.ErrNotDelivered, http.StatusConflict, "Only a delivered event can be resent; retry a failed or pending one."},
 	{ops.ErrPaused, http.StatusConflict, "The destination is paused already."},
 	{ops.ErrNotPaused, http.StatusConflict, "The destination is not paused."},
+	{errUnknownDestination, http.StatusNotFound, "The dashboard lists no such destination: not the current one, none with a circuit, none with undelivered events."},
 	{outbox.ErrInFlight, http.StatusConflict, "A dispatcher is sending this event right now. Look again in a moment."},
 	{invoice.ErrNotFound, http.StatusNotFound, "No invoice has this id or number."},
 }

@@ -55,6 +55,22 @@ type destinationRow struct {
 // Paused reports whether an operator paused the destination.
 func (r destinationRow) Paused() bool { return r.PausedAt != nil }
 
+// inapplicable says why action (pause, resume, retarget) does not apply to the
+// destination now; "" when it does.
+func (r destinationRow) inapplicable(action string) string {
+	switch {
+	case action == audit.Pause && r.Paused():
+		return "The destination is paused already."
+	case action == audit.Resume && !r.Paused():
+		return "The destination is not paused."
+	case action == audit.Retarget && r.Current:
+		return "This is the current destination (LOGISTICS_WEBHOOK_URL): there is nowhere to move its events."
+	case action == audit.Retarget && r.Pending+r.Failed == 0:
+		return "No undelivered event is addressed to this destination."
+	}
+	return ""
+}
+
 type windowLink struct {
 	Label, URL string
 	Current    bool
@@ -78,9 +94,6 @@ type eventPage struct {
 	// undelivered and addressed to an old destination.
 	RetargetURL string
 }
-
-// CanResend reports whether a Resend would do something: the event is delivered.
-func (p eventPage) CanResend() bool { return p.Status == outbox.StatusDelivered }
 
 func (d *Dashboard) loginForm(c echo.Context) error {
 	return d.render(c, http.StatusOK, "login", view{Title: "Sign in", Data: loginPage{Next: safeNext(c.QueryParam("next"))}})
@@ -238,10 +251,19 @@ func (d *Dashboard) event(c echo.Context) error {
 		p.RetargetURL = DestinationPath(audit.Retarget, ev.Destination)
 	}
 	v := view{Title: "Event " + ev.EventType, Data: p}
-	if a, ok := eventActions[c.QueryParam("done")]; ok {
+	if a, ok := eventActions[c.QueryParam("done")]; ok && p.shows(c.QueryParam("done")) {
 		v.Notice = a.done
 	}
 	return d.render(c, http.StatusOK, "event", v)
+}
+
+// shows reports whether the notice of action, just done on the event, is still true
+// of it: a link that names an action the event does not reflect shows no notice.
+func (p eventPage) shows(action string) bool {
+	if action == audit.Skip {
+		return p.Status == outbox.StatusSkipped
+	}
+	return p.Status == outbox.StatusPending || p.Status == outbox.StatusDelivered
 }
 
 // destinationRows merges the current destination, the circuits and the destinations

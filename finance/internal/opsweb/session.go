@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -90,15 +91,19 @@ func formValue(c echo.Context, name string) string {
 	return c.Request().PostFormValue(name)
 }
 
-// safeNext returns where to go after logging in: a dashboard path, never elsewhere.
+// safeNext returns where to go after logging in: a dashboard page, never elsewhere,
+// and never an action's confirmation page, which a link from outside could word.
 func safeNext(next string) string {
 	u, err := url.Parse(next)
 	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, BasePath) ||
-		strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		strings.HasPrefix(next, "//") || strings.Contains(next, "\\") || confirmation.MatchString(u.Path) {
 		return BasePath
 	}
 	return u.RequestURI()
 }
+
+// confirmation matches the paths of the actions' confirmation pages.
+var confirmation = regexp.MustCompile(`^/ops/(bulk/|destinations/|events/[^/]+/)`)
 
 // principal returns the signed-in principal of the request.
 func principal(c echo.Context) string {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"handoff/finance/internal/audit"
 	"handoff/finance/internal/insight"
 	"handoff/pkg/integrationkit/outbox"
 )
@@ -17,10 +18,28 @@ type eventRow struct {
 }
 
 // CanRetry reports whether a Retry would do something now: the event is pending or
-// failed (neither delivered nor skipped), no dispatcher holds it, and no failed event
-// of its invoice holds it back (a replay would only make it wait there).
+// failed (neither delivered nor skipped), no dispatcher holds it, no failed event of
+// its invoice holds it back, and neither an open circuit nor a pause holds it (a
+// replay would only make it wait there again).
 func (r eventRow) CanRetry() bool {
-	return (r.Status == outbox.StatusPending || r.Status == outbox.StatusFailed) && !r.InFlight && r.WaitingFor == nil
+	return (r.Status == outbox.StatusPending || r.Status == outbox.StatusFailed) && !r.InFlight &&
+		r.WaitingFor == nil && !r.Deferred() && !r.Paused()
+}
+
+// CanResend reports whether a Resend would do something: the event is delivered.
+func (r eventRow) CanResend() bool { return r.Status == outbox.StatusDelivered }
+
+// can reports whether action (retry, skip, resend) applies to the event now.
+func (r eventRow) can(action string) bool {
+	switch action {
+	case audit.Retry:
+		return r.CanRetry()
+	case audit.Skip:
+		return r.CanSkip()
+	case audit.Resend:
+		return r.CanResend()
+	}
+	return false
 }
 
 // CanSkip reports whether a Skip would do something now: the event is a dead letter.
@@ -31,6 +50,11 @@ func (r eventRow) CanSkip() bool {
 // Deferred reports whether the event waits for its destination's circuit to admit it.
 func (r eventRow) Deferred() bool {
 	return r.Status == outbox.StatusPending && r.DeferredAt != nil && r.DeferredBy == outbox.DeferredByCircuit
+}
+
+// Paused reports whether the event waits for an operator to resume its destination.
+func (r eventRow) Paused() bool {
+	return r.Status == outbox.StatusPending && r.DeferredAt != nil && r.DeferredBy == outbox.DeferredByPause
 }
 
 // eventRows looks up the invoice numbers of events and the failed events holding the

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
@@ -62,6 +63,10 @@ func (f *Filter) normalize(def, max int) error {
 		return &FilterError{Field: "limit", Detail: fmt.Sprintf("must be between 1 and %d", max)}
 	case !f.CreatedFrom.IsZero() && !f.CreatedTo.IsZero() && !f.CreatedFrom.Before(f.CreatedTo):
 		return &FilterError{Field: "to", Detail: "must be after from"}
+	case !storable(f.Type):
+		return &FilterError{Field: "type", Detail: "must be valid UTF-8 without NUL"}
+	case !storable(f.AggregateKey):
+		return &FilterError{Field: "aggregate key", Detail: "must be valid UTF-8 without NUL"}
 	}
 	if f.Limit == 0 {
 		f.Limit = def
@@ -129,4 +134,9 @@ func ParseCursor(s string) (Cursor, error) {
 		return Cursor{}, bad
 	}
 	return Cursor{CreatedAt: time.UnixMicro(us).UTC(), ID: uid}, nil
+}
+
+// storable reports whether PostgreSQL takes s as text: valid UTF-8 without NUL.
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
