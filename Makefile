@@ -1,7 +1,7 @@
 # handoff — see README.md. `make help` lists the targets.
 MODULES := pkg/integrationkit migrations docs/openapi finance logistics e2e
 
-.PHONY: help run test chaos demo bench bench-short lint build clean
+.PHONY: help run test chaos demo bench bench-compare bench-short lint build clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -22,6 +22,10 @@ demo: ## invoices paid during a logistics outage, then recovery, on its own serv
 bench: ## the full benchmark against the pgx ceiling, both delivery modes (many minutes)
 	@url=$$(scripts/pg.sh ensure) && export PG_ADMIN_URL=$$url TEST_DATABASE_URL=$$url && \
 		cd e2e && go run ./cmd/bench
+
+bench-compare: ## compare two runs' JSON: make bench-compare OLD=a.json NEW=e2e/.out/bench.json
+	@test -n "$(OLD)" -a -n "$(NEW)" || { echo "usage: make bench-compare OLD=old.json NEW=new.json"; exit 2; }
+	@cd e2e && go run ./cmd/bench -compare "$(abspath $(OLD))" "$(abspath $(NEW))"
 
 bench-short: ## a quick benchmark (about two minutes), ending with `e2e/ceiling: 0.NN`
 	@url=$$(scripts/pg.sh ensure) && export PG_ADMIN_URL=$$url TEST_DATABASE_URL=$$url && \

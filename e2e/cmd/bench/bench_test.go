@@ -44,7 +44,8 @@ func TestTableMarksAnUnavailableModeAndEndsEachRow(t *testing.T) {
 			{Mode: "batch", Unavailable: errBatchUnavailable.Error()},
 		},
 	}
-	require.InDelta(t, 0.3, r.ceilingRatio(), 1e-9)
+	require.Zero(t, r.ceilingRatio(), "the headline is the default mode's, which did not run")
+	require.InDelta(t, 0.3, r.modeRatio("single"), 1e-9)
 	var buf bytes.Buffer
 	writeTable(&buf, r)
 	out := buf.String()
@@ -54,4 +55,19 @@ func TestTableMarksAnUnavailableModeAndEndsEachRow(t *testing.T) {
 			require.Equal(t, 2+2*2, strings.Count(line, "|")-1, "every row has all columns: %s", line)
 		}
 	}
+}
+
+func TestCompareMarksARegression(t *testing.T) {
+	t.Parallel()
+	run := func(e2e, p99 float64) *Result {
+		return &Result{Ceiling: Ceiling{ProducerTxPerSec: 2000}, Commit: "abc",
+			Modes: []ModeResult{{Mode: "batch", Saturation: &Saturation{Events: 10, EndToEndPerSec: e2e},
+				Latency: []Latency{{}, {PayToShipment: Dist{P99: p99}}, {PayToShipment: Dist{P99: p99}}}}}}
+	}
+	var buf bytes.Buffer
+	compareRuns(&buf, run(1500, 20), run(1200, 19))
+	out := buf.String()
+	require.Contains(t, out, "| batch: end to end events/s | 1,500 | 1,200 | -20 % **regression** |")
+	require.Contains(t, out, "| batch: ÷ producer ceiling | 0.75 | 0.60 | -0.15 **regression** |")
+	require.Contains(t, out, "| batch: pay→shipment p99 ms at 50 % | 20.0 | 19.0 | -5 % |", "lower latency is no regression")
 }

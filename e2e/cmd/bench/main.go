@@ -1,14 +1,17 @@
 // Command bench measures handoff on the real binaries and, in the same
 // run, the ceiling PostgreSQL sets: the same producer and consumer transactions run
 // straight from pgx with no HTTP. It prints a Markdown table naming the machine,
-// writes the figures as JSON, and ends with one line "e2e/ceiling: 0.NN": the best
-// delivery mode's end-to-end events/s over the ceiling's producer transactions/s.
+// writes the figures as JSON (with the commit), compares them with the previous run's
+// JSON at the same path, and ends with one line "e2e/ceiling: 0.NN": the default
+// delivery mode's (batch) end-to-end events/s over the ceiling's producer
+// transactions/s. `bench -compare OLD.json NEW.json` compares two saved runs.
 //
 // It creates its own databases (handoff_bench_*) on the PostgreSQL at PG_ADMIN_URL
 // (else TEST_DATABASE_URL, else the local default), starts both services on loopback
 // ports, and drops the databases when done. Every phase is bounded in time.
 //
 //	cd e2e && go run ./cmd/bench [-short] [-out .out/bench.json]
+//	cd e2e && go run ./cmd/bench -compare OLD.json NEW.json
 package main
 
 import (
@@ -76,6 +79,9 @@ type config struct {
 	logs    string
 	admin   string
 	plan    plan
+	// compare, with files OLD and NEW, compares two runs instead of running one.
+	compare bool
+	files   []string
 }
 
 // phaseNames are the parts of a run that -phases selects; saturation always runs in
@@ -93,6 +99,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.clerks, "clerks", 16, "closed-loop clerks, and the ceiling's workers")
 	fs.DurationVar(&c.analyze, "autoanalyze", 5*time.Second, "when the server runs with autovacuum off, ANALYZE both services' databases this often, as autovacuum would (0: never)")
 	fs.StringVar(&c.logs, "logs", "", "directory to write every service's log into (none when empty)")
+	fs.BoolVar(&c.compare, "compare", false, "compare two runs' JSON instead of running: bench -compare OLD.json NEW.json")
 	c.vars = map[string]string{}
 	fs.Func("set", "KEY=VALUE: an environment variable of every service process (repeatable), e.g. DB_MAX_CONNS=8", func(kv string) error {
 		k, v, ok := strings.Cut(kv, "=")
@@ -104,6 +111,16 @@ func parseFlags(args []string) (config, error) {
 	})
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.compare {
+		if fs.NArg() != 2 {
+			return c, errors.New("-compare takes two JSON files: OLD NEW")
+		}
+		c.files = fs.Args()
+		return c, nil
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	c.modes = strings.Split(modes, ",")
 	for _, m := range c.modes {
@@ -137,11 +154,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.compare {
+		return compareFiles(stdout, cfg.files[0], cfg.files[1])
+	}
+	previous, _ := readResult(cfg.out) // the last run's, compared with at the end
 	began := time.Now()
 	progress := logf(func(format string, a ...any) {
 		fmt.Fprintf(stderr, "bench %5.1fs  "+format+"\n", append([]any{time.Since(began).Seconds()}, a...)...)
 	})
-	res := &Result{Started: began, Short: cfg.short, Command: strings.TrimSpace("go run ./cmd/bench " + strings.Join(args, " ")), Clerks: cfg.clerks, Vars: cfg.vars, Plan: cfg.plan}
+	res := &Result{Started: began, Short: cfg.short, Command: strings.TrimSpace("go run ./cmd/bench " + strings.Join(args, " ")),
+		Clerks: cfg.clerks, Vars: cfg.vars, Plan: cfg.plan, Commit: commitOf(ctx)}
 	if res.Machine, err = describeMachine(ctx, cfg.admin); err != nil {
 		return err
 	}
@@ -173,6 +195,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	writeTable(stdout, res)
+	if previous != nil {
+		compareRuns(stdout, previous, res)
+	}
 	_, err = fmt.Fprintf(stdout, "e2e/ceiling: %.2f\n", res.CeilingRatio)
 	return err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,10 +31,17 @@ type Result struct {
 	Ceiling Ceiling           `json:"ceiling"`
 	Claim   Claim             `json:"claim"`
 	Modes   []ModeResult      `json:"modes"`
-	// CeilingRatio is the best mode's end-to-end events/s over the ceiling's
-	// producer transactions/s.
+	// Commit is the repository's commit the binaries were built from, "+dirty" when
+	// the work tree had changes.
+	Commit string `json:"commit,omitempty"`
+	// CeilingRatio is the default mode's (DefaultMode) end-to-end events/s over the
+	// ceiling's producer transactions/s; 0 when that mode did not run.
 	CeilingRatio float64 `json:"ceiling_ratio"`
 }
+
+// DefaultMode is the delivery mode finance runs in when DISPATCH_MODE is not set: the
+// one the headline ratio measures.
+const DefaultMode = "batch"
 
 // ModeResult is every end-to-end figure of one delivery mode.
 type ModeResult struct {
@@ -54,19 +62,30 @@ type ModeResult struct {
 // ok reports whether the mode ran.
 func (m ModeResult) ok() bool { return m.Unavailable == "" }
 
-// ceilingRatio is the best end-to-end rate of the modes that ran over the producer
-// ceiling.
+// ceilingRatio is the end-to-end rate of the default mode over the producer ceiling;
+// 0 when that mode did not run.
 func (r *Result) ceilingRatio() float64 {
-	best := 0.0
-	for _, m := range r.Modes {
-		if m.ok() && m.Saturation != nil {
-			best = max(best, m.Saturation.EndToEndPerSec)
-		}
-	}
-	if r.Ceiling.ProducerTxPerSec == 0 {
+	return r.modeRatio(DefaultMode)
+}
+
+// modeRatio is mode's end-to-end events/s over the producer ceiling; 0 when the mode
+// did not run or no ceiling was measured.
+func (r *Result) modeRatio(mode string) float64 {
+	m, ok := r.mode(mode)
+	if !ok || m.Saturation == nil || r.Ceiling.ProducerTxPerSec == 0 {
 		return 0
 	}
-	return best / r.Ceiling.ProducerTxPerSec
+	return m.Saturation.EndToEndPerSec / r.Ceiling.ProducerTxPerSec
+}
+
+// mode returns the result of the mode named, if it ran.
+func (r *Result) mode(name string) (ModeResult, bool) {
+	for _, m := range r.Modes {
+		if m.Mode == name && m.ok() {
+			return m, true
+		}
+	}
+	return ModeResult{}, false
 }
 
 // writeJSON writes r to path, creating its directory.
@@ -96,7 +115,8 @@ func writeTable(w io.Writer, r *Result) {
 	if r.Short {
 		kind = "short"
 	}
-	fmt.Fprintf(w, "### handoff benchmark (%s), %s, `%s`\n\n", kind, r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Command)
+	fmt.Fprintf(w, "### handoff benchmark (%s), %s, `%s`, commit %s\n\n", kind, r.Started.UTC().Format("2006-01-02 15:04 MST"),
+		r.Command, cmp.Or(r.Commit, "unknown"))
 	fmt.Fprintf(w, "Machine: %s, %d cores, %.1f GiB RAM, load average %s at start; PostgreSQL %s (%s).\n",
 		r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.LoadAverage, r.Machine.PostgreSQL, settings(r.Machine.Settings))
 	fmt.Fprintf(w, "Load: %d clerks (closed loop). Services at their defaults (DISPATCH_BATCH=100; DISPATCH_CONCURRENCY=16 in single mode, 1 in batch mode) "+
