@@ -206,9 +206,9 @@ const (
 		FROM s RETURNING number`
 	sqlLine = `INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price_minor, amount_minor)
 		SELECT $1, * FROM unnest($2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])`
-	sqlOutbox = `INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination,
-		aggregate_key, aggregate_seq, correlation_id) VALUES ($1, $2, $3, $4, 'http://127.0.0.1:9/webhooks/finance', $5, $6, '')`
-	sqlNotify      = `SELECT pg_notify('finance_outbox', '')`
+	sqlOutbox = `WITH ins AS (INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination,
+		aggregate_key, aggregate_seq, correlation_id) VALUES ($1, $2, $3, $4, 'http://127.0.0.1:9/webhooks/finance', $5, $6, '')
+		RETURNING 1) SELECT pg_notify('finance_outbox', '') FROM ins`
 	sqlLockInvoice = `SELECT id, seq, number, customer_id, currency, total_minor, paid_minor, status, event_seq,
 		created_at, updated_at FROM invoices WHERE id = $1 FOR UPDATE`
 	sqlPayment = `INSERT INTO payments (payment_id, invoice_id, amount_minor) VALUES ($1, $2, 12000)
@@ -267,7 +267,8 @@ func producePair(ctx context.Context, db *pgxpool.Pool) error {
 	return nil
 }
 
-// enqueue writes the event's outbox row and notifies, as outbox.Store.Enqueue does.
+// enqueue writes the event's outbox row and notifies in one statement, as
+// outbox.Store.Enqueue does.
 func enqueue(ctx context.Context, tx pgx.Tx, inv uuid.UUID, number, typ, payment string, seq int64) error {
 	data := map[string]any{"invoice_id": inv.String(), "invoice_number": number, "customer_id": "ceiling",
 		"currency": "EUR", "total_minor": 12000, "paid_minor": 0, "status": "issued"}
@@ -280,10 +281,7 @@ func enqueue(ctx context.Context, tx pgx.Tx, inv uuid.UUID, number, typ, payment
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, sqlOutbox, uuid.Must(uuid.NewV7()), typ, string(payload), key, inv.String(), seq); err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, sqlNotify)
+	_, err = tx.Exec(ctx, sqlOutbox, uuid.Must(uuid.NewV7()), typ, string(payload), key, inv.String(), seq)
 	return err
 }
 

@@ -121,15 +121,12 @@ func (s *Store) Enqueue(ctx context.Context, db bun.IDB, ev Event) (id uuid.UUID
 	}
 	stmts := pgdb.Prepared(db)
 	_, err = stmts.Exec(ctx, s.sql.enqueue, id, ev.Type, string(payload), ev.IdempotencyKey,
-		ev.Destination, ev.AggregateKey, ev.Sequence, ev.CorrelationID, tracing.Traceparent(ctx))
+		ev.Destination, ev.AggregateKey, ev.Sequence, ev.CorrelationID, tracing.Traceparent(ctx), s.channel)
 	if err != nil {
 		if pgdb.IsUniqueViolation(err) {
 			return uuid.Nil, fmt.Errorf("%w: %s", ErrDuplicate, ev.IdempotencyKey)
 		}
-		return uuid.Nil, fmt.Errorf("outbox: insert: %w", err)
-	}
-	if _, err := stmts.Exec(ctx, `SELECT pg_notify($1, '')`, s.channel); err != nil {
-		return uuid.Nil, fmt.Errorf("outbox: notify: %w", err)
+		return uuid.Nil, fmt.Errorf("outbox: insert and notify: %w", err)
 	}
 	return id, nil
 }

@@ -11,9 +11,12 @@ type statements struct {
 func newStatements(table string) statements {
 	t, attempts := pgx.Identifier{table}.Sanitize(), pgx.Identifier{table + "_attempts"}.Sanitize()
 	return statements{
-		enqueue: `INSERT INTO ` + t + ` (id, event_type, payload, idempotency_key, destination,
+		// The row and the dispatchers' wake-up in one round trip ($10 the channel): the
+		// NOTIFY is delivered when the writer's transaction commits, never before.
+		enqueue: `WITH ins AS (INSERT INTO ` + t + ` (id, event_type, payload, idempotency_key, destination,
 			aggregate_key, aggregate_seq, correlation_id, traceparent)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''))`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, '')) RETURNING 1)
+			SELECT pg_notify($10, '') FROM ins`,
 		// Run by every dispatcher loop that finds nothing to claim.
 		nextDue: `SELECT EXTRACT(EPOCH FROM (min(next_attempt_at) - now()))::float8
 			FROM ` + t + ` WHERE delivery_status = 'pending' AND next_attempt_at > now()`,
