@@ -48,7 +48,7 @@ func TestCrashBetweenChangeAndAnswer(t *testing.T) {
 			var waiting int
 			require.Eventually(t, func() bool {
 				waiting = query[int](t, env.FinanceDB, `SELECT coalesce(min(pid), 0) FROM pg_stat_activity
-					WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%finance_outbox%'`)
+					WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO%finance_outbox%'`)
 				return waiting != 0
 			}, 10*time.Second, 5*time.Millisecond, "the request waits between its change and its answer")
 			env.Finance.Kill(t)

@@ -165,23 +165,31 @@ func requireOneTrace(t *testing.T, got chain, webhook, apply string) {
 // One trace shows a payment from the clerk's request to logistics' transaction: the
 // clerk sends a traceparent, finance stores it with the outbox row and sends it with
 // the delivery, logistics continues it; both services export to one collector
-// (spans told apart by service.name).
+// (spans told apart by service.name). In single mode and in batch mode, the default.
 func TestOneTraceFromPaymentToShipment(t *testing.T) {
 	t.Parallel()
-	c := newCollector(t)
-	env := tracedEnv(t, c, 200*time.Millisecond, nil)
-	inv := issue(t, env, "cust-traced")
-	payTraced(t, env, inv)
+	for _, m := range []struct{ mode, webhook, apply string }{
+		{"single", "POST /webhooks/finance", "inbox.process"},
+		{"batch", "POST /webhooks/finance/batch", "inbox.process_batch"},
+	} {
+		t.Run(m.mode, func(t *testing.T) {
+			t.Parallel()
+			c := newCollector(t)
+			env := tracedEnv(t, c, 200*time.Millisecond, map[string]string{"DISPATCH_MODE": m.mode})
+			inv := issue(t, env, "cust-traced")
+			payTraced(t, env, inv)
 
-	got := c.waitForChain(t, clerkTrace, []string{
-		"finance/POST /v1/invoices/:id/payments", "finance/outbox.enqueue", "finance/outbox.claim",
-		"finance/delivery.deliver", "finance/delivery.send", "finance/outbox.settle",
-		"logistics/POST /webhooks/finance", "logistics/inbox.process",
-	}, 15*time.Second)
-	requireOneTrace(t, got, "POST /webhooks/finance", "inbox.process")
-	require.Equal(t, 1, query[int](t, env.FinanceDB,
-		`SELECT count(*) FROM finance_outbox WHERE traceparent LIKE '00-' || $1 || '-%'`, clerkTrace),
-		"the paid event's row keeps the clerk's trace")
+			got := c.waitForChain(t, clerkTrace, []string{
+				"finance/POST /v1/invoices/:id/payments", "finance/outbox.enqueue", "finance/outbox.claim",
+				"finance/delivery.deliver", "finance/delivery.send", "finance/outbox.settle",
+				"logistics/" + m.webhook, "logistics/" + m.apply,
+			}, 15*time.Second)
+			requireOneTrace(t, got, m.webhook, m.apply)
+			require.Equal(t, 1, query[int](t, env.FinanceDB,
+				`SELECT count(*) FROM finance_outbox WHERE traceparent LIKE '00-' || $1 || '-%'`, clerkTrace),
+				"the paid event's row keeps the clerk's trace")
+		})
+	}
 }
 
 // Spans wait in the exporter's batch (here 10 minutes); SIGTERM exports them before

@@ -73,7 +73,7 @@ func TestMonitoredMetricsAreExported(t *testing.T) {
 			`finance_http_requests_total{method="GET",route="unmatched",status="404"}`,
 		},
 		env.Logistics: {
-			`logistics_http_requests_total{method="POST",route="/webhooks/finance",status="200"}`,
+			`logistics_http_requests_total{method="POST",route="/webhooks/finance/batch",status="200"}`,
 			`logistics_http_requests_total{method="GET",route="/v1/shipments",status="200"}`,
 			`logistics_http_requests_total{method="GET",route="/v1/ops/processed-events",status="200"}`,
 			`logistics_http_requests_total{method="GET",route="unmatched",status="404"}`,
