@@ -3,10 +3,17 @@ MODULES := pkg/integrationkit migrations docs/openapi finance logistics e2e
 
 .PHONY: help run test chaos demo bench bench-short lint build clean
 
-help: ## list the targets
+help: ## list the targets and the variables they read
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@echo "Variables:"
+	@sed -n 's/^#: /  /p' $(MAKEFILE_LIST)
 
-run: ## start PostgreSQL (found or private), both services, print URLs; Ctrl-C stops
+#: FINANCE_ADDR    finance's address for make run (default 127.0.0.1:8081)
+#: LOGISTICS_ADDR  logistics' address for make run (default 127.0.0.1:8082)
+#: PG_ADMIN_URL    the PostgreSQL to use (default: 127.0.0.1:5432 if it answers,
+#:                 else a private cluster under .data/ on 127.0.0.1:PG_PORT, 55432)
+
+run: ## start PostgreSQL (found or private) and both services; print URLs, tokens, dashboard sign-in
 	@scripts/run.sh
 
 test: ## every test of every module, race detector on, against real PostgreSQL
