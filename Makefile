@@ -1,7 +1,7 @@
 # handoff — see README.md. `make help` lists the targets.
 MODULES := pkg/integrationkit migrations docs/openapi finance logistics e2e
 
-.PHONY: help run test chaos demo bench bench-short lint build clean
+.PHONY: help run reset test chaos demo bench bench-short lint build clean
 
 help: ## list the targets and the variables they read
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -12,9 +12,13 @@ help: ## list the targets and the variables they read
 #: LOGISTICS_ADDR  logistics' address for make run (default 127.0.0.1:8082)
 #: PG_ADMIN_URL    the PostgreSQL to use (default: 127.0.0.1:5432 if it answers,
 #:                 else a private cluster under .data/ on 127.0.0.1:PG_PORT, 55432)
+#: YES=1           make reset does not ask
 
 run: ## start PostgreSQL (found or private) and both services; print URLs, tokens, dashboard sign-in
 	@scripts/run.sh
+
+reset: ## drop the finance and logistics databases make run created and delete .data/ (asks first)
+	@scripts/reset.sh
 
 test: ## every test of every module, race detector on, against real PostgreSQL
 	@scripts/test.sh
