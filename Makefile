@@ -1,7 +1,7 @@
 # handoff — see README.md. `make help` lists the targets.
 MODULES := pkg/integrationkit migrations docs/openapi finance logistics e2e
 
-.PHONY: help run reset test chaos demo bench bench-short lint build clean
+.PHONY: help run reset test chaos demo bench bench-short lint build docs clean
 
 help: ## list the targets and the variables they read
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -46,6 +46,9 @@ build: ## build both binaries into bin/
 	@mkdir -p bin
 	@cd finance && go build -o ../bin/finance ./cmd/finance
 	@cd logistics && go build -o ../bin/logistics ./cmd/logistics
+
+docs: ## rewrite README.md's configuration table from the binaries' declarations
+	@cd e2e && go test -count=1 -run '^TestReadmeConfigurationTable$$' ./deploy -update
 
 clean: ## remove bin/ (keeps .data/)
 	rm -rf bin

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"handoff/pkg/integrationkit/buildinfo"
+	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/httpserver"
 )
 
@@ -61,7 +62,8 @@ Usage:
   finance healthcheck            exit 0 when the server at HTTP_ADDR answers /readyz
                                  (the container healthcheck; the image has no curl)
   finance version                print the build: module version, VCS revision, Go
-  finance help
+  finance help [--json]          this help; with --json, the variables below as JSON
+                                 (README.md's configuration table is made from it)
 
 `
 
@@ -89,6 +91,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	switch args[0] {
 	case "help", "-h", "--help":
+		if len(args) == 2 && args[1] == "--json" {
+			return envconf.WriteJSON(stdout, (&config{}).settings().Program("finance"))
+		}
 		_, err := fmt.Fprint(stdout, usage+(&config{}).settings().Help())
 		return err
 	case "version":

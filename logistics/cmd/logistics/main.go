@@ -48,7 +48,8 @@ Commands:
   healthcheck           exit 0 when the server at HTTP_ADDR answers /readyz (the
                         container healthcheck; the image has no curl)
   version               print the build: module version, VCS revision, Go version
-  help                  print this help
+  help [--json]         print this help; with --json, the variables below as JSON
+                        (README.md's configuration table is made from it)
 
 `
 
@@ -78,6 +79,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
+		if len(args) == 2 && args[1] == "--json" {
+			return envconf.WriteJSON(stdout, (&Config{}).settings().Program("logistics"))
+		}
 		_, err := fmt.Fprint(stdout, usage+(&Config{}).settings().Help())
 		return err
 	case "version":
