@@ -124,6 +124,7 @@ await() {
     sleep 0.2
   done
 }
+shown=${data#"$root"/} # as the reader may type it
 finance_url=http://$(dial_host "$finance_addr"):${finance_addr##*:}
 logistics_url=http://$(dial_host "$logistics_addr"):${logistics_addr##*:}
 await logistics "$logistics_url/readyz"
@@ -142,7 +143,7 @@ chmod 600 "$data/tokens.sh"
 
 cat <<TXT
 
-handoff is running. Logs: $data/finance.log, $data/logistics.log
+handoff is running. Logs: $shown/finance.log, $shown/logistics.log
 
   finance    $finance_url     invoice API /v1/invoices (clerk token)
   logistics  $logistics_url     warehouse API /v1/shipments (warehouse token)
@@ -152,10 +153,10 @@ handoff is running. Logs: $data/finance.log, $data/logistics.log
   tokens     clerk      $(token clerk)
              ops        $(token ops)
              warehouse  $(token warehouse)
-             (in $data/dev.env; $data/tokens.sh sets \$finance_url, \$clerk_token, … for curl)
+             (in $shown/dev.env; $shown/tokens.sh sets \$finance_url, \$clerk_token, … for curl)
 
 Try it, as in README.md "The first ten minutes":
-  . ${data#"$root"/}/tokens.sh
+  . $shown/tokens.sh
   curl -s -X POST "\$finance_url/v1/invoices" -H "Authorization: Bearer \$clerk_token" \\
     -H 'Content-Type: application/json' \\
     -d '{"customer_id":"cust-42","currency":"EUR","lines":[{"description":"Pallet","quantity":2,"unit_price_minor":6000}]}'
