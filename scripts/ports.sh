@@ -10,6 +10,14 @@ dial_host() {
   case $host in '' | 0.0.0.0 | ::) echo 127.0.0.1 ;; *) echo "$host" ;; esac
 }
 
+# url_of ADDR prints the http:// URL a client uses for the listen address ADDR.
+url_of() {
+  local host
+  host=$(dial_host "$1")
+  case $host in *:*) host="[$host]" ;; esac
+  echo "http://$host:${1##*:}"
+}
+
 # in_use ADDR succeeds when something accepts connections on ADDR; it gives up after
 # 2 s, so an address that swallows packets cannot stall the caller.
 in_use() {

@@ -28,6 +28,8 @@ export -n HANDOFF_RUN_CHILD LOGISTICS_ADDR
 
 finance_addr=${FINANCE_ADDR:-127.0.0.1:8081}
 logistics_addr=${LOGISTICS_ADDR:-127.0.0.1:8082}
+finance_url=$(url_of "$finance_addr")
+logistics_url=$(url_of "$logistics_addr")
 # A taken port fails now, before anything is built or started.
 require_free run FINANCE_ADDR "$finance_addr"
 require_free run LOGISTICS_ADDR "$logistics_addr"
@@ -95,7 +97,7 @@ DATABASE_URL=$(db_url logistics) HTTP_ADDR=$logistics_addr \
 pid[logistics]=$!
 pids+=($!)
 DATABASE_URL=$(db_url finance) HTTP_ADDR=$finance_addr \
-  LOGISTICS_WEBHOOK_URL=http://$logistics_addr/webhooks/finance \
+  LOGISTICS_WEBHOOK_URL=$logistics_url/webhooks/finance \
   OUTBOUND_ALLOW=${OUTBOUND_ALLOW:-127.0.0.1/32} LOGISTICS_OPS_TOKEN=$(token ops) \
   bin/finance serve 2>>"$data/finance.log" &
 pid[finance]=$!
@@ -125,8 +127,6 @@ await() {
   done
 }
 shown=${data#"$root"/} # as the reader may type it
-finance_url=http://$(dial_host "$finance_addr"):${finance_addr##*:}
-logistics_url=http://$(dial_host "$logistics_addr"):${logistics_addr##*:}
 await logistics "$logistics_url/readyz"
 await finance "$finance_url/readyz"
 
