@@ -20,7 +20,7 @@ if [ -z "${HANDOFF_RUN_CHILD:-}" ] && [ -t 0 ] && command -v ps >/dev/null &&
   [ "$(ps -o tpgid= -p $$ | tr -d ' ')" = "$(ps -o pgid= -p $$ | tr -d ' ')" ]; then
   set -m
   status=0
-  HANDOFF_RUN_CHILD=1 "$0" "$@" || status=$?
+  HANDOFF_RUN_CHILD=1 "$root/scripts/run.sh" "$@" || status=$?
   exit "$status"
 fi
 # Not for the services: finance refuses an unknown LOGISTICS_* variable.
