@@ -116,6 +116,9 @@ func TestComposeLoadsWithoutAnEnvFile(t *testing.T) {
 	p := project(t)
 	require.ElementsMatch(t, []string{"postgres", "logistics", "finance", "finance-2"}, p.ServiceNames())
 	require.Equal(t, []string{"slack"}, p.DisabledServiceNames(), "the Slack stand-in is optional")
+	fin := environment(t, p, "finance")
+	require.Empty(t, fin["DISPATCH_MODE"], "without .env, finance's own default delivery mode applies")
+	require.NotContains(t, fin, "DISPATCH_CONCURRENCY", "its default follows the mode")
 
 	withSlack := project(t, "slack")
 	require.Contains(t, withSlack.ServiceNames(), "slack")
