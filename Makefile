@@ -1,13 +1,24 @@
 # handoff — see README.md. `make help` lists the targets.
 MODULES := pkg/integrationkit migrations docs/openapi finance logistics e2e
 
-.PHONY: help run test chaos demo bench bench-compare bench-short lint build clean
+.PHONY: help run reset test chaos demo bench bench-compare bench-short lint build docs clean
 
-help: ## list the targets
+help: ## list the targets and the variables they read
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@echo "Variables:"
+	@sed -n 's/^#: /  /p' $(MAKEFILE_LIST)
 
-run: ## start PostgreSQL (found or private), both services, print URLs; Ctrl-C stops
+#: FINANCE_ADDR    finance's address for make run (default 127.0.0.1:8081)
+#: LOGISTICS_ADDR  logistics' address for make run (default 127.0.0.1:8082)
+#: PG_ADMIN_URL    the PostgreSQL to use (default: 127.0.0.1:5432 if it answers,
+#:                 else a private cluster under .data/ on 127.0.0.1:PG_PORT, 55432)
+#: YES=1           make reset does not ask
+
+run: ## start PostgreSQL (found or private) and both services; print URLs, tokens, dashboard sign-in
 	@scripts/run.sh
+
+reset: ## drop the finance and logistics databases make run created and delete .data/ (asks first)
+	@scripts/reset.sh
 
 test: ## every test of every module, race detector on, against real PostgreSQL
 	@scripts/test.sh
@@ -40,6 +51,9 @@ build: ## build both binaries into bin/
 	@mkdir -p bin
 	@cd finance && go build -o ../bin/finance ./cmd/finance
 	@cd logistics && go build -o ../bin/logistics ./cmd/logistics
+
+docs: ## rewrite README.md's configuration table from the binaries' declarations
+	@cd e2e && go test -count=1 -run '^TestReadmeConfigurationTable$$' ./deploy -update
 
 clean: ## remove bin/ (keeps .data/)
 	rm -rf bin

@@ -4,7 +4,16 @@
 # later starts keep what exists. Each service owns its database and cannot connect to
 # the other's: nothing joins across them.
 set -euo pipefail
-: "${FINANCE_DB_PASSWORD:?must be set}" "${LOGISTICS_DB_PASSWORD:?must be set}"
+# Each password comes from its variable or, as compose.yaml passes it, from the file
+# its *_FILE variable names (a compose secret).
+for var in FINANCE_DB_PASSWORD LOGISTICS_DB_PASSWORD; do
+  file_var=${var}_FILE
+  if [ -z "${!var:-}" ] && [ -n "${!file_var:-}" ]; then
+    printf -v "$var" '%s' "$(cat "${!file_var}")"
+  fi
+done
+: "${FINANCE_DB_PASSWORD:?must be set (or FINANCE_DB_PASSWORD_FILE)}"
+: "${LOGISTICS_DB_PASSWORD:?must be set (or LOGISTICS_DB_PASSWORD_FILE)}"
 
 # Passwords go in as psql variables, quoted by psql (:'name'), never spliced into SQL.
 psql -v ON_ERROR_STOP=1 --username "${POSTGRES_USER:-postgres}" --dbname "${POSTGRES_DB:-postgres}" \

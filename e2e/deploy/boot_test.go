@@ -15,18 +15,28 @@ import (
 )
 
 // TestComposeConfigurationBootsTheBinaries runs each binary on the environment
-// compose.yaml gives its service, with only DATABASE_URL swapped for a fresh test
+// compose.yaml gives its service, its secrets read from the files
+// deploy/gen-secrets.sh writes, with only the database swapped for a fresh test
 // database and HTTP_ADDR for a free loopback port, and waits for /readyz: the
 // container settings pass the binary's own validation. The image's healthcheck command
 // then reports healthy, and unhealthy once the service has stopped.
 func TestComposeConfigurationBootsTheBinaries(t *testing.T) {
 	t.Parallel()
 	p := project(t)
+	secretDir, _ := generatedSecrets(t)
 	dir := binaries(t)
 	for service, src := range map[string]fs.FS{"finance": migrations.Finance(), "logistics": migrations.Logistics()} {
 		t.Run(service, func(t *testing.T) {
 			t.Parallel()
 			env := environment(t, p, service)
+			// Each /run/secrets/ path is the file it is mounted from.
+			files := mounted(t, p, service)
+			for k, v := range env {
+				if file, ok := files[v]; ok {
+					env[k] = filepath.Join(secretDir, file)
+				}
+			}
+			delete(env, "DATABASE_URL_FILE")
 			env["DATABASE_URL"] = pgtest.NewURL(t, service, src)
 			bin := filepath.Join(dir, binaryOf[service])
 			svc := harness.NewService(t, bin, env)

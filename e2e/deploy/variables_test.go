@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"handoff/pkg/integrationkit/envconf"
 )
 
 // leftToDefaults are the variables a binary reads that compose.yaml deliberately leaves
@@ -28,11 +31,12 @@ var leftToDefaults = map[string]map[string]string{
 		"RECONCILE_OVERDUE":               "15 minutes past its next attempt is overdue",
 		"LOGISTICS_API_URL":               "derived from LOGISTICS_WEBHOOK_URL: http://logistics:8082",
 		"TRUSTED_PROXIES":                 "no proxy stands in front of the published ports: forwarding headers are believed from no one",
-		"DATABASE_URL_FILE":               secretInline,
-		"API_TOKENS_FILE":                 secretInline,
-		"WEBHOOK_SECRET_FILE":             secretInline,
-		"SLACK_TOKEN_FILE":                secretInline,
-		"LOGISTICS_OPS_TOKEN_FILE":        secretInline,
+		"DISPATCH_CONCURRENCY":            "its default follows DISPATCH_MODE (16 single, 1 batch); a fixed value would undo batch mode",
+		"DATABASE_URL":                    secretFromFile,
+		"API_TOKENS":                      secretFromFile,
+		"WEBHOOK_SECRET":                  secretFromFile,
+		"SLACK_TOKEN":                     secretFromFile,
+		"LOGISTICS_OPS_TOKEN":             secretFromFile,
 		"OTEL_EXPORTER_OTLP_ENDPOINT":     noCollector,
 		"OTEL_EXPORTER_OTLP_HEADERS":      noCollector,
 		"OTEL_EXPORTER_OTLP_HEADERS_FILE": noCollector,
@@ -43,9 +47,9 @@ var leftToDefaults = map[string]map[string]string{
 	"logistics": {
 		"RETENTION_PROCESSED_AGE":         "processed events are kept 90 days",
 		"RETENTION_BATCH":                 "1000 rows per statement keeps locks short",
-		"DATABASE_URL_FILE":               secretInline,
-		"API_TOKENS_FILE":                 secretInline,
-		"WEBHOOK_SECRET_FILE":             secretInline,
+		"DATABASE_URL":                    secretFromFile,
+		"API_TOKENS":                      secretFromFile,
+		"WEBHOOK_SECRET":                  secretFromFile,
 		"OTEL_EXPORTER_OTLP_ENDPOINT":     noCollector,
 		"OTEL_EXPORTER_OTLP_HEADERS":      noCollector,
 		"OTEL_EXPORTER_OTLP_HEADERS_FILE": noCollector,
@@ -59,9 +63,10 @@ var leftToDefaults = map[string]map[string]string{
 // collector, so tracing stays off (docs/operations.md, Tracing, says how to add one).
 const noCollector = "compose runs no trace collector: tracing stays off"
 
-// secretInline is why compose.yaml sets no *_FILE variable: it passes each secret
-// itself from .env, and a binary refuses a variable set together with its *_FILE.
-const secretInline = "the secret comes inline from .env; setting both it and its *_FILE is refused"
+// secretFromFile is why compose.yaml sets no secret itself: its *_FILE names a
+// mounted compose secret, and a binary refuses a variable set together with its
+// *_FILE.
+const secretFromFile = "its *_FILE names a compose secret; setting both is refused"
 
 // helpVariable is one variable in the Environment section of a binary's help: a name
 // at the start of a line indented by two spaces (descriptions are indented further).
@@ -102,4 +107,19 @@ func TestComposeSetsEveryVariableTheBinariesRead(t *testing.T) {
 				"or add it to leftToDefaults with the reason its default suits containers", bin, name, service)
 		}
 	}
+}
+
+// declarations runs `<bin> help --json` with an empty environment: every variable the
+// binary reads, with its default, bounds and whether it is a secret.
+func declarations(t testing.TB, bin string) envconf.Program {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binaries(t), bin), "help", "--json")
+	cmd.Env = []string{}
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var p envconf.Program
+	require.NoError(t, json.Unmarshal(out, &p), "%s", out)
+	require.Equal(t, bin, p.Name)
+	require.NotEmpty(t, p.Variables)
+	return p
 }

@@ -38,6 +38,12 @@ type config struct {
 	Tracing        tracing.Config
 }
 
+// webhookSecretHelp describes WEBHOOK_SECRET as logistics does: one row of README's
+// table serves both.
+const webhookSecretHelp = "Standard Webhooks secret whsec_<base64> shared by finance and logistics, " +
+	"each decoding to at least 24 bytes of 8 different values; several, space- or comma-separated, " +
+	"during a rotation (finance signs with each, logistics accepts any)"
+
 // tokenRoles are the roles API_TOKENS may name.
 var tokenRoles = []string{"clerk", "ops", "warehouse"}
 
@@ -59,7 +65,7 @@ func (c *config) settings() envconf.Set {
 	set := envconf.Set{Settings: []envconf.Setting{
 		envconf.Secret(envconf.String(&c.DatabaseURL, "DATABASE_URL",
 			"postgres://postgres@127.0.0.1:5432/finance?sslmode=disable",
-			"postgres URL of the finance database", envconf.PostgresURL)),
+			"postgres URL of the service's own database", envconf.PostgresURL)),
 		envconf.Int(&c.DBMaxConns, "DB_MAX_CONNS", defaultDBMaxConns, 1, pgdb.MaxPool,
 			"pool of the API and the on-call jobs; serve refuses to start when it, with "+
 				"the dispatcher's "+strconv.Itoa(dispatchDBConns)+", exceeds the server's max_connections"),
@@ -75,8 +81,7 @@ func (c *config) settings() envconf.Set {
 				"a token rotation (an unnamed token is a caller of its own)",
 			Parse: func(v string) (err error) { c.Tokens, err = parseTokens(v); return err }}), "serve"),
 		envconf.Required(envconf.Secret(envconf.Setting{Name: "WEBHOOK_SECRET",
-			Help: "Standard Webhooks secret whsec_<base64> of at least 24 bytes (8 different " +
-				"values); several, space-separated, during a rotation: each one signs",
+			Help:  webhookSecretHelp,
 			Parse: func(v string) (err error) { c.WebhookSecrets, err = webhook.ParseSecrets(v); return err }}), "serve"),
 		envconf.String(&c.WebhookURL, "LOGISTICS_WEBHOOK_URL", "http://127.0.0.1:8082/webhooks/finance",
 			"where events go", envconf.HTTPURL),
@@ -85,7 +90,7 @@ func (c *config) settings() envconf.Set {
 			"destination is refused, the default LOGISTICS_WEBHOOK_URL included); metadata " +
 			"stays refused",
 			Parse: func(v string) (err error) { c.OutboundAllow, err = egress.ParseAllowlist(v); return err }},
-		envconf.Bool(&c.MigrateOnStart, "MIGRATE_ON_START", true, "apply pending migrations on serve"),
+		envconf.Bool(&c.MigrateOnStart, "MIGRATE_ON_START", true, "apply pending migrations when serve starts"),
 		{Name: "LOG_LEVEL", Default: "info", Help: "debug, info, warn or error", Parse: func(v string) error {
 			if c.LogLevel.UnmarshalText([]byte(v)) != nil {
 				return fmt.Errorf("want debug, info, warn or error, got %q", v)

@@ -11,6 +11,7 @@ import (
 
 	"handoff/pkg/integrationkit/buildinfo"
 	"handoff/pkg/integrationkit/cli"
+	"handoff/pkg/integrationkit/envconf"
 	"handoff/pkg/integrationkit/httpserver"
 )
 
@@ -68,6 +69,8 @@ Usage:
   finance version                print the build: module version, VCS revision, Go
   finance help [<command>]       this help, or a command's: flags and what it does
                                  (the same as finance <command> --help)
+  finance help --json            the variables below as JSON (README.md's
+                                 configuration table is made from it)
 
 --json prints one JSON document on stdout: snake_case fields, RFC 3339 times in UTC.
 Long commands (retention run, retry and skip by filter, reconcile) say what they do
@@ -90,6 +93,9 @@ func main() {
 // nothing; a mistake on it is a *cli.UsageError (exit status 2), found before the
 // configuration is read. An invalid configuration returns before anything starts.
 func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
+	if len(args) == 2 && args[0] == "help" && args[1] == "--json" {
+		return envconf.WriteJSON(stdout, (&config{}).settings().Program("finance"))
+	}
 	e := env{environ: environ, stdout: stdout, stderr: stderr}
 	call, err := e.program().Parse(args)
 	if err != nil {

@@ -57,9 +57,11 @@ func (c *oncallConfig) settings(httpAddr, webhookURL *string) ([]envconf.Setting
 	logistics.DefaultFrom = func() string { return origin(*webhookURL) }
 	r := &c.Retention
 	settings := []envconf.Setting{
-		envconf.String(&c.Slack.WebhookURL, "SLACK_WEBHOOK_URL", "", "Slack incoming webhook that pages on-call; or else", envconf.HTTPURL),
-		envconf.Secret(envconf.String(&c.Slack.Token, "SLACK_TOKEN", "", "a bot token, with", nil)),
-		envconf.String(&c.Slack.Channel, "SLACK_CHANNEL", "", "the channel it posts to; with neither, alerts are only logged", nil),
+		envconf.String(&c.Slack.WebhookURL, "SLACK_WEBHOOK_URL", "",
+			"Slack incoming webhook that pages on-call; with neither it nor SLACK_TOKEN, alerts are only logged", envconf.HTTPURL),
+		envconf.Secret(envconf.String(&c.Slack.Token, "SLACK_TOKEN", "",
+			"Slack bot token that pages on-call in SLACK_CHANNEL, instead of SLACK_WEBHOOK_URL", nil)),
+		envconf.String(&c.Slack.Channel, "SLACK_CHANNEL", "", "the channel SLACK_TOKEN posts to", nil),
 		envconf.String(&c.Slack.APIURL, "SLACK_API_URL", "",
 			"Slack Web API base for SLACK_TOKEN (default https://slack.com/api/)", envconf.HTTPURL),
 		dashboard,

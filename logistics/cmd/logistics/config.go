@@ -39,6 +39,12 @@ type Config struct {
 	Tracing       tracing.Config
 }
 
+// webhookSecretHelp describes WEBHOOK_SECRET as finance does: one row of README's
+// table serves both.
+const webhookSecretHelp = "Standard Webhooks secret whsec_<base64> shared by finance and logistics, " +
+	"each decoding to at least 24 bytes of 8 different values; several, space- or comma-separated, " +
+	"during a rotation (finance signs with each, logistics accepts any)"
+
 // tokenRoles are the roles API_TOKENS may name: the same variable serves every handoff
 // service; logistics admits warehouse tokens on the warehouse API and ops tokens on
 // the ops API.
@@ -60,7 +66,7 @@ func parseConfig(environ []string, command string) (Config, error) {
 func (c *Config) settings() envconf.Set {
 	return envconf.Set{Settings: append([]envconf.Setting{
 		envconf.Secret(envconf.String(&c.DatabaseURL, "DATABASE_URL", defaultDatabaseURL,
-			"postgres URL of the logistics database", envconf.PostgresURL)),
+			"postgres URL of the service's own database", envconf.PostgresURL)),
 		envconf.String(&c.HTTPAddr, "HTTP_ADDR", defaultHTTPAddr, "listen address, host:port", envconf.HostPort),
 		envconf.Required(envconf.Secret(envconf.Setting{Name: "API_TOKENS",
 			Help: "bearer tokens as role:token or role:name:token, comma-separated (roles clerk, ops, " +
@@ -68,8 +74,7 @@ func (c *Config) settings() envconf.Set {
 				"each token at least 16 characters of at least 8 different ones, no ':' or white space, used once",
 			Parse: func(v string) (err error) { c.Tokens, err = parseTokens(v); return err }}), "serve"),
 		envconf.Required(envconf.Secret(envconf.Setting{Name: "WEBHOOK_SECRET",
-			Help: "Standard Webhooks secret(s) whsec_<base64> shared with finance, each of at least " +
-				"24 bytes (8 different values); several, comma-separated, during a rotation",
+			Help:  webhookSecretHelp,
 			Parse: func(v string) (err error) { c.WebhookKeys, err = webhook.ParseSecrets(v); return err }}), "serve"),
 		envconf.Bool(&c.MigrateOnStart, "MIGRATE_ON_START", true, "apply pending migrations when serve starts"),
 		envconf.Int(&c.DBMaxConns, "DB_MAX_CONNS", defaultDBMaxConns, 1, pgdb.MaxPool,

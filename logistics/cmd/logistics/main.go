@@ -52,6 +52,8 @@ Commands:
                         container healthcheck; the image has no curl)
   version               print the build: module version, VCS revision, Go version
   help [<command>]      print this help, or a command's (the same as <command> --help)
+  help --json           the variables below as JSON (README.md's configuration table
+                        is made from it)
 
 Exit status: 0 done, 1 failed, 2 a mistake on the command line (an unknown command
 or flag, a missing or extra argument), printed on stderr with the usage of the
@@ -72,6 +74,9 @@ func main() {
 // nothing; a mistake on it is a *cli.UsageError (exit status 2), found before the
 // configuration is read. An invalid configuration returns before anything starts.
 func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
+	if len(args) == 2 && args[0] == "help" && args[1] == "--json" {
+		return envconf.WriteJSON(stdout, (&Config{}).settings().Program("logistics"))
+	}
 	call, err := program(environ, stdout, stderr).Parse(args)
 	if err != nil {
 		return err
