@@ -4,7 +4,7 @@ MODULES := pkg/integrationkit migrations docs/openapi finance logistics e2e
 .PHONY: help run reset test chaos demo bench bench-compare bench-short lint build docs clean
 
 help: ## list the targets and the variables they read
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 	@echo "Variables:"
 	@sed -n 's/^#: /  /p' $(MAKEFILE_LIST)
 
