@@ -2,8 +2,9 @@ package breaker
 
 import "strings"
 
-// Schema returns the DDL of a circuit table named table: what a service's migration
-// creates and what the kit's tests use.
+// Schema returns the DDL of a circuit table named table: a service's migrations must
+// give its table exactly this shape (a test of each service compares them), and the
+// kit's tests create their table from it.
 func Schema(table string) string {
 	return strings.ReplaceAll(`CREATE TABLE {t} (
     destination          text PRIMARY KEY,

@@ -30,10 +30,7 @@
 // exhausted by keyed requests, wait for a connection that none of them will free
 // until AbandonAfter.
 //
-// The table (default idempotency_keys) needs the columns principal text, key text,
-// request_hash bytea, state text ('in_flight' or 'done'), response_status int,
-// response_headers jsonb, response_body bytea, locked_at timestamptz and
-// created_at timestamptz, with PRIMARY KEY (principal, key).
+// The table (Config.Table, default idempotency_keys) has the shape Schema returns.
 package idempotency
 
 import (

@@ -24,24 +24,10 @@ import (
 	"handoff/pkg/integrationkit/problem"
 )
 
-// schema is the key table as a service migrates it.
-const schema = `CREATE TABLE idempotency_keys (
-    principal        text NOT NULL,
-    key              text NOT NULL,
-    request_hash     bytea NOT NULL,
-    state            text NOT NULL CHECK (state IN ('in_flight', 'done')),
-    response_status  int,
-    response_headers jsonb,
-    response_body    bytea,
-    locked_at        timestamptz NOT NULL DEFAULT now(),
-    created_at       timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (principal, key)
-);`
-
 // things is where the handlers of the atomicity tests make their change.
 const things = `CREATE TABLE things (id text PRIMARY KEY, call int NOT NULL);`
 
-var migrations = fstest.MapFS{"000001_keys.up.sql": {Data: []byte(schema + things)}}
+var migrations = fstest.MapFS{"000001_keys.up.sql": {Data: []byte(idempotency.Schema(idempotency.DefaultTable) + things)}}
 
 type bundle struct {
 	db    *bun.DB

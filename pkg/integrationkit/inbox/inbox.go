@@ -2,13 +2,9 @@
 // the same transaction as the business change it causes, and recognises every later
 // copy of the same request as a duplicate.
 //
-// The table, named by the service, needs at least these columns (more may follow,
-// filled through Item.Columns):
-//
-//	idempotency_key text PRIMARY KEY,
-//	payload_hash    bytea NOT NULL,
-//	result          text NOT NULL,
-//	received_at     timestamptz NOT NULL DEFAULT now()
+// The table, named by the service, has the shape Schema returns (idempotency_key
+// text PRIMARY KEY, payload_hash, result, received_at), plus the columns the service
+// fills through Item.Columns.
 //
 // Process inserts the key with INSERT … ON CONFLICT DO NOTHING before it applies
 // anything. A concurrent copy of the same key therefore blocks on the primary key until

@@ -17,14 +17,9 @@ import (
 )
 
 var schema = fstest.MapFS{
-	"000001_init.up.sql": {Data: []byte(`
-CREATE TABLE test_inbox (
-    idempotency_key text PRIMARY KEY,
-    payload_hash    bytea NOT NULL,
-    result          text NOT NULL,
-    note            text,
-    received_at     timestamptz NOT NULL DEFAULT now()
-);
+	"000001_init.up.sql": {Data: []byte(inbox.Schema("test_inbox") + `
+-- a column of the consumer's own, filled through Item.Columns
+ALTER TABLE test_inbox ADD COLUMN note text;
 CREATE TABLE effects (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key text NOT NULL);`)},
 	"000001_init.down.sql": {Data: []byte(`DROP TABLE effects; DROP TABLE test_inbox;`)},
 }

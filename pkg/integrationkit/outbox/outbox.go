@@ -5,16 +5,10 @@
 // SkipMatching), send a delivered event again (Resend) and move undelivered events to
 // another destination (Retarget) through the same Store.
 //
-// The table, named by the service (e.g. finance_outbox), must have the columns of
-// migrations/finance/000001_init.up.sql: id, event_type, payload, idempotency_key
-// (UNIQUE), destination, aggregate_key, aggregate_seq (UNIQUE with aggregate_key),
-// correlation_id, delivery_status, delivery_attempts, request_count, last_attempt_at,
-// next_attempt_at, delivered_at, created_at, lease_owner, lease_token,
-// lease_expires_at, last_error, last_status_code, failed_reason, page_owed,
-// skipped_at, deferred_at, deferred_by, traceparent; and a table <name>_attempts with
-// one row per request. The reference DDL, with the partial indexes the claim relies
-// on, is in package outboxtest: the head test (an earlier event pending or failed)
-// probes the index of undelivered rows.
+// The table, named by the service (e.g. finance_outbox), and its attempt log
+// <name>_attempts have the shape Schema returns, with the partial indexes the claim
+// relies on: the head test (an earlier event pending or failed) probes the index of
+// undelivered rows.
 package outbox
 
 import (

@@ -13,11 +13,7 @@
 // companions so a burst becomes one message. A message that could not be sent (Slack
 // down, slow or answering 500) stays in the table and is retried with backoff.
 //
-// The table, named by the service, has the columns of
-// migrations/finance/000003_oncall.up.sql (finance_alerts): alert_key (PK), kind,
-// title, unsent_count, total_count, sample, first_seen_at, last_seen_at,
-// window_started_at, next_send_after, sent_at, send_failures, last_send_error,
-// claim_token, claim_expires_at.
+// The table, named by the service (Config.Table), has the shape Schema returns.
 package pager
 
 import (

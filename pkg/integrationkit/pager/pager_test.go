@@ -31,15 +31,8 @@ func TestMain(m *testing.M) {
 	)
 }
 
-// schema is the alert table of package pager's documentation.
-const schema = `CREATE TABLE alerts (
-    alert_key text PRIMARY KEY, kind text NOT NULL, title text NOT NULL,
-    unsent_count bigint NOT NULL DEFAULT 0, total_count bigint NOT NULL DEFAULT 0,
-    sample jsonb NOT NULL DEFAULT '{}',
-    first_seen_at timestamptz NOT NULL DEFAULT now(), last_seen_at timestamptz NOT NULL DEFAULT now(),
-    window_started_at timestamptz NOT NULL DEFAULT now(), next_send_after timestamptz NOT NULL DEFAULT now(),
-    sent_at timestamptz, send_failures int NOT NULL DEFAULT 0, last_send_error text,
-    claim_token uuid, claim_expires_at timestamptz);`
+// schema is the alert table the tests use.
+var schema = pager.Schema("alerts")
 
 func newDB(t *testing.T) *bun.DB {
 	t.Helper()

@@ -12,9 +12,8 @@ import (
 
 // ArchiveSpec describes delivered events of an outbox (package outbox) to move into
 // its archive. The tables follow one naming rule: the outbox <O> with its attempt log
-// <O>_attempts moves into <O>_archive and <O>_attempts_archive. The archive tables
-// have the columns of their sources (CREATE TABLE … (LIKE …)) with id as primary key,
-// and the attempts archive references the events archive ON DELETE CASCADE.
+// <O>_attempts moves into <O>_archive and <O>_attempts_archive, whose shape
+// ArchiveSchema returns.
 type ArchiveSpec struct {
 	// Outbox is the outbox table, e.g. "orders_outbox".
 	Outbox string

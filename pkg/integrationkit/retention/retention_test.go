@@ -31,12 +31,8 @@ func TestMain(m *testing.M) {
 	)
 }
 
-const archiveSchema = `
-CREATE TABLE kit_outbox_archive (LIKE kit_outbox INCLUDING DEFAULTS,
-    archived_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (id));
-CREATE TABLE kit_outbox_attempts_archive (LIKE kit_outbox_attempts INCLUDING DEFAULTS,
-    PRIMARY KEY (id), FOREIGN KEY (outbox_id) REFERENCES kit_outbox_archive (id) ON DELETE CASCADE);
-CREATE TABLE things (id bigint PRIMARY KEY, at timestamptz NOT NULL);`
+// things is a table the purge tests delete from.
+const things = `CREATE TABLE things (id bigint PRIMARY KEY, at timestamptz NOT NULL);`
 
 type bundle struct {
 	db    *bun.DB
@@ -47,7 +43,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	db, _, store := outboxtest.Setup(t)
-	exec(t, db, archiveSchema)
+	exec(t, db, retention.ArchiveSchema(outboxtest.Table)+things)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	t.Cleanup(srv.Close)
 	return &bundle{db: db, store: store, url: srv.URL}
