@@ -47,11 +47,14 @@ const webhookSecretHelp = "Standard Webhooks secret whsec_<base64> shared by fin
 // tokenRoles are the roles API_TOKENS may name.
 var tokenRoles = []string{"clerk", "ops", "warehouse"}
 
+// breakerTable is finance's circuit table (breaker.Schema).
+const breakerTable = "finance_breakers"
+
 // parseConfig reads finance's variables from environ for command (serve needs
 // API_TOKENS and WEBHOOK_SECRET; the other commands do not). The error names every
 // invalid variable on one line and never repeats a secret.
 func parseConfig(environ []string, command string) (config, error) {
-	c := config{Breaker: breaker.Config{Table: "finance_breakers"}}
+	c := config{Breaker: breaker.Config{Table: breakerTable}}
 	if err := c.settings().Load(environ, command); err != nil {
 		return config{}, err
 	}

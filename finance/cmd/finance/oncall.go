@@ -19,6 +19,9 @@ import (
 	"handoff/pkg/integrationkit/schedule"
 )
 
+// alertTable is finance's alert table (pager.Schema).
+const alertTable = "finance_alerts"
+
 // runner is the lifecycle contract of every background job: Run returns when ctx ends.
 type runner interface {
 	Run(ctx context.Context) error
@@ -106,7 +109,7 @@ func newPager(db *bun.DB, c oncallConfig, guard *egress.Dialer, log *slog.Logger
 		log.Info("no SLACK_WEBHOOK_URL or SLACK_TOKEN: alerts are only logged")
 	}
 	return pager.New(db, pager.Config{
-		Table: "finance_alerts", Service: "finance", AggregateLabel: "invoice",
+		Table: alertTable, Service: "finance", AggregateLabel: "invoice",
 		DashboardURL: c.DashboardURL, Links: pageLinks, Runbooks: runbooks,
 		Gather: c.AlertGather, Repeat: c.AlertRepeat,
 	}, pager.Deps{Log: log, Sender: sender, Debtors: debtors})
