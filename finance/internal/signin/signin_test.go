@@ -99,7 +99,7 @@ func TestACorrectTokenIsNoFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, b.store.Start(b.ctx, a, "session-value", "ops:alice", time.Hour))
 	b.fail(t, "203.0.113.7", 1)
-	b.throttled(t, "203.0.113.7")
+	_ = b.throttled(t, "203.0.113.7")
 }
 
 func TestTheGlobalCeilingRefusesEveryone(t *testing.T) {
@@ -130,7 +130,7 @@ func TestClientsAreCountedByAddressOrIPv6Network(t *testing.T) {
 			t.Parallel()
 			b := setup(t, signin.Config{PerClient: 1})
 			b.fail(t, tc.fail, 1)
-			b.throttled(t, tc.same)
+			_ = b.throttled(t, tc.same)
 			b.fail(t, tc.other, 1)
 		})
 	}

@@ -42,7 +42,7 @@ func (h harness) batchRequest(t testing.TB, body []byte) *http.Request {
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-ID", uuid.NewString())
-	h.signer.SetHeaders(req.Header, "msg_"+uuid.NewString(), time.Now(), body)
+	require.NoError(t, h.signer.SetHeaders(req.Header, "msg_"+uuid.NewString(), time.Now(), body))
 	return req
 }
 
@@ -303,22 +303,22 @@ func TestBatchRequestErrorsStoreNothing(t *testing.T) {
 
 	tests := map[string]struct {
 		body   []byte
-		mutate func(*http.Request, []byte)
+		mutate func(*testing.T, *http.Request, []byte)
 		status int
 		slug   string
 	}{
-		"no signature": {valid(), func(r *http.Request, _ []byte) { r.Header.Del(webhook.HeaderSignature) },
+		"no signature": {valid(), func(_ *testing.T, r *http.Request, _ []byte) { r.Header.Del(webhook.HeaderSignature) },
 			http.StatusUnauthorized, "invalid-signature"},
-		"body changed after signing": {valid(), func(r *http.Request, body []byte) {
+		"body changed after signing": {valid(), func(_ *testing.T, r *http.Request, body []byte) {
 			changed := bytes.Replace(body, []byte("12000"), []byte("12001"), 1)
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(changed)), int64(len(changed))
 		}, http.StatusUnauthorized, "invalid-signature"},
-		"six minutes old": {valid(), func(r *http.Request, body []byte) {
-			h.signer.SetHeaders(r.Header, "msg_1", time.Now().Add(-6*time.Minute), body)
+		"six minutes old": {valid(), func(t *testing.T, r *http.Request, body []byte) {
+			require.NoError(t, h.signer.SetHeaders(r.Header, "msg_1", time.Now().Add(-6*time.Minute), body))
 		}, http.StatusUnauthorized, "invalid-signature"},
-		"text/plain": {valid(), func(r *http.Request, _ []byte) { r.Header.Set("Content-Type", "text/plain") },
+		"text/plain": {valid(), func(_ *testing.T, r *http.Request, _ []byte) { r.Header.Set("Content-Type", "text/plain") },
 			http.StatusUnsupportedMediaType, "unsupported-media-type"},
-		"over 8 MiB, unannounced": {big, func(r *http.Request, body []byte) {
+		"over 8 MiB, unannounced": {big, func(_ *testing.T, r *http.Request, body []byte) {
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), -1
 		}, http.StatusRequestEntityTooLarge, "body-too-large"},
 		"not JSON":           {[]byte("items"), nil, http.StatusBadRequest, "malformed-batch"},
@@ -333,7 +333,7 @@ func TestBatchRequestErrorsStoreNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			req := h.batchRequest(t, tt.body)
 			if tt.mutate != nil {
-				tt.mutate(req, tt.body)
+				tt.mutate(t, req, tt.body)
 			}
 			requireProblem(t, do(t, req), tt.status, tt.slug)
 		})

@@ -160,8 +160,8 @@ func TestSignatureProblemsAre401(t *testing.T) {
 			r.Header.Del(webhook.HeaderSignature)
 		},
 		"no signature": func(_ *testing.T, r *http.Request, _ []byte) { r.Header.Del(webhook.HeaderSignature) },
-		"other secret": func(_ *testing.T, r *http.Request, body []byte) {
-			webhook.NewSigner(other).SetHeaders(r.Header, "msg_1", time.Now(), body)
+		"other secret": func(t *testing.T, r *http.Request, body []byte) {
+			require.NoError(t, webhook.NewSigner(other).SetHeaders(r.Header, "msg_1", time.Now(), body))
 		},
 		"garbage signature": func(_ *testing.T, r *http.Request, _ []byte) {
 			r.Header.Set(webhook.HeaderSignature, "v1,not-base64!!")
@@ -170,11 +170,11 @@ func TestSignatureProblemsAre401(t *testing.T) {
 			changed := bytes.Replace(body, []byte("12000"), []byte("12001"), 1)
 			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(changed)), int64(len(changed))
 		},
-		"six minutes old": func(_ *testing.T, r *http.Request, body []byte) {
-			h.signer.SetHeaders(r.Header, "msg_1", time.Now().Add(-6*time.Minute), body)
+		"six minutes old": func(t *testing.T, r *http.Request, body []byte) {
+			require.NoError(t, h.signer.SetHeaders(r.Header, "msg_1", time.Now().Add(-6*time.Minute), body))
 		},
-		"six minutes ahead": func(_ *testing.T, r *http.Request, body []byte) {
-			h.signer.SetHeaders(r.Header, "msg_1", time.Now().Add(6*time.Minute), body)
+		"six minutes ahead": func(t *testing.T, r *http.Request, body []byte) {
+			require.NoError(t, h.signer.SetHeaders(r.Header, "msg_1", time.Now().Add(6*time.Minute), body))
 		},
 	}
 	for name, mutate := range tests {
