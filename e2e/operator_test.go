@@ -187,17 +187,18 @@ func TestResendIsADuplicateAtLogistics(t *testing.T) {
 }
 
 // Events written while LOGISTICS_WEBHOOK_URL pointed at a dead address are moved to
-// the new one by retarget and delivered.
+// the new one by retarget and delivered: the dead-lettered invoice.issued (one attempt
+// allowed) and the invoice.paid waiting behind it.
 func TestRetargetMovesEventsToTheCurrentURL(t *testing.T) {
 	t.Parallel()
 	dead, err := harness.FreeAddr()
 	require.NoError(t, err)
 	old := "http://" + dead + "/webhooks/finance"
-	env := harness.New(t, harness.Options{LogisticsURL: old, FinanceEnv: map[string]string{"DISPATCH_BACKOFF": "1m"}})
+	env := harness.New(t, harness.Options{LogisticsURL: old, FinanceEnv: map[string]string{"DISPATCH_MAX_ATTEMPTS": "1"}})
 	inv := issue(t, env, "cust-moved")
 	require.Equal(t, http.StatusCreated, pay(t, env, inv, "pay-moved").Status)
-	require.Eventually(t, func() bool { return eventOf(t, env.Finance, inv, "invoice.issued").Requests > 0 },
-		10*time.Second, 20*time.Millisecond, "the first attempt went to the dead address")
+	require.Eventually(t, func() bool { return eventOf(t, env.Finance, inv, "invoice.issued").Status == "failed" },
+		10*time.Second, 20*time.Millisecond, "the only attempt went to the dead address")
 
 	env.Finance.Stop(t)
 	current := env.NewFinance(t, map[string]string{"LOGISTICS_WEBHOOK_URL": env.Logistics.URL + "/webhooks/finance"})

@@ -52,7 +52,7 @@ Usage:
                                  receiver that has it answers duplicate)
   finance outbox retarget --from=<old URL> --reason=
                                  move pending and failed events of an old destination
-                                 to LOGISTICS_WEBHOOK_URL; pending ones are due now
+                                 to LOGISTICS_WEBHOOK_URL, all due now, budget reset
   finance outbox pause [--destination=] --reason=
   finance outbox resume [--destination=] --reason=
                                  stop or restart deliveries to a destination (default

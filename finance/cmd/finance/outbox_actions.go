@@ -63,7 +63,7 @@ func (e env) outboxActions() []cli.Command {
 		}, {
 			Name: "outbox retarget", Summary: "move undelivered events of an old destination to LOGISTICS_WEBHOOK_URL",
 			Help: "Move the pending and failed events of an old destination to LOGISTICS_WEBHOOK_URL:\n" +
-				"pending ones are due now, dead letters wait for a retry.",
+				"all due now with a fresh budget, dead letters included.",
 			Setup: func(fs *flag.FlagSet) cli.Runner {
 				from := fs.String("from", "", "the old destination's `URL` (required)")
 				reason := fs.String("reason", "", reasonHelp)
@@ -200,7 +200,7 @@ func (c outboxCLI) retarget(ctx context.Context, from string, act ops.Action) er
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(c.out, "moved %d undelivered events from %s to %s: pending ones are due now, dead letters wait for a retry\n",
+	_, err = fmt.Fprintf(c.out, "moved %d undelivered events from %s to %s: all due now with a fresh budget, dead letters included\n",
 		n, clean(from, 0), clean(c.destination, 0))
 	return err
 }

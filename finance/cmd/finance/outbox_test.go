@@ -282,7 +282,7 @@ func TestOutboxActionsAreAudited(t *testing.T) {
 		"retarget", "--from=http://127.0.0.1:8082/webhooks/finance", "--reason=logistics moved")
 	require.NoError(t, err, out)
 	require.Equal(t, "moved 3 undelivered events from http://127.0.0.1:8082/webhooks/finance to "+current+
-		": pending ones are due now, dead letters wait for a retry\n", out)
+		": all due now with a fresh budget, dead letters included\n", out)
 
 	out = c.must(t, "pause", "--reason=logistics maintenance")
 	require.Equal(t, "paused http://127.0.0.1:8082/webhooks/finance: no replica sends to it until `finance outbox resume`\n", out)

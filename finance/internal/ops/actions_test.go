@@ -306,7 +306,7 @@ func TestRetargetMovesToTheCurrentDestination(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, n, "a dead letter and three pending events")
 	require.Equal(t, newDest, a.status(t, dead).Destination)
-	require.Equal(t, outbox.StatusFailed, a.status(t, dead).Status)
+	require.Equal(t, outbox.StatusPending, a.status(t, dead).Status, "the dead letter goes again, to the new destination")
 
 	page, err := a.svc.Audit(a.ctx, audit.Query{EventID: &dead})
 	require.NoError(t, err)

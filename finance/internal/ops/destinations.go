@@ -12,7 +12,7 @@ import (
 )
 
 // Retarget moves every undelivered event addressed to from over to the current
-// destination (Config.Destination), pending ones due now (outbox.Store.Retarget), and
+// destination (Config.Destination), all due now (outbox.Store.Retarget), and
 // records it; it returns how many moved. from equal to the current destination is a
 // validation error of field "from".
 func (s *Service) Retarget(ctx context.Context, from string, act Action) (int, error) {

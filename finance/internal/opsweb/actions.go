@@ -377,7 +377,7 @@ var destinationActions = map[string]destinationAction{
 		}},
 	audit.Retarget: {button: "Retarget",
 		explain: "Every pending and failed event addressed to this old destination is addressed to the current " +
-			"one (LOGISTICS_WEBHOOK_URL) instead; pending ones are due now, failed ones wait for a Retry.",
+			"one (LOGISTICS_WEBHOOK_URL) instead, all due now with a fresh budget, dead letters included.",
 		done: "Retargeted: the undelivered events of that destination now go to the current one.",
 		do: func(d *Dashboard, ctx context.Context, dest string, act ops.Action) error {
 			_, err := d.cfg.Service.Retarget(ctx, dest, act)

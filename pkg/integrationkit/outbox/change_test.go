@@ -187,9 +187,8 @@ func TestResendSendsADeliveredEventAgainUnderItsKey(t *testing.T) {
 	require.ErrorIs(t, err, outbox.ErrNotFound)
 }
 
-// Retarget moves the pending and failed events of one destination, due now with a
-// fresh budget for the pending ones; delivered, skipped and other destinations' events
-// stay where they are.
+// Retarget moves the pending and failed events of one destination, all due now with a
+// fresh budget; delivered, skipped and other destinations' events stay where they are.
 func TestRetargetMovesUndeliveredEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -217,8 +216,10 @@ func TestRetargetMovesUndeliveredEvents(t *testing.T) {
 	require.False(t, w.NextAttemptAt.After(time.Now().Add(time.Second)), "due now")
 	f := b.detail(t, failed)
 	require.Equal(t, current, f.Destination)
-	require.Equal(t, outbox.StatusFailed, f.Status, "a dead letter waits for a retry")
-	require.Equal(t, 8, f.Attempts)
+	require.Equal(t, outbox.StatusPending, f.Status, "a dead letter of the old destination goes again")
+	require.Zero(t, f.Attempts)
+	require.Empty(t, f.FailedReason)
+	require.False(t, f.NextAttemptAt.After(time.Now().Add(time.Second)), "due now")
 	for _, id := range []uuid.UUID{delivered, skipped} {
 		require.Equal(t, old, b.detail(t, id).Destination)
 	}

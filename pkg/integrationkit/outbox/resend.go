@@ -30,9 +30,9 @@ func (s *Store) Resend(ctx context.Context, db bun.IDB, id uuid.UUID) (StoredEve
 
 // Retarget moves every undelivered (pending or failed) event addressed to from over to
 // to, in one statement in db's transaction, and returns the events moved in creation
-// order. A pending one also becomes due now with a fresh budget, since the old
-// destination's failures say nothing of the new one; a dead letter stays failed until
-// it is retried. Dispatchers are notified. Delivered and skipped events keep their
+// order. Each becomes due now with a fresh budget, pending and dead letters alike
+// (their history kept), since the old destination's failures say nothing of the new
+// one. Dispatchers are notified. Delivered and skipped events keep their
 // destination. An empty from, or from equal to to, is a *FilterError.
 func (s *Store) Retarget(ctx context.Context, db bun.IDB, from, to string) ([]EventRef, error) {
 	switch {
@@ -44,10 +44,10 @@ func (s *Store) Retarget(ctx context.Context, db bun.IDB, from, to string) ([]Ev
 	var moved []EventRef
 	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		err := tx.NewRaw(`WITH moved AS (
-				UPDATE ? SET destination = ?,
-					delivery_attempts = CASE WHEN delivery_status = 'pending' THEN 0 ELSE delivery_attempts END,
+				UPDATE ? SET destination = ?, delivery_status = 'pending', delivery_attempts = 0,
 					next_attempt_at = CASE WHEN delivery_status = 'pending' THEN least(next_attempt_at, now())
-						ELSE next_attempt_at END
+						ELSE now() END,
+					failed_reason = NULL
 				WHERE destination = ? AND delivery_status IN ('pending', 'failed')
 				RETURNING id, aggregate_key, created_at
 			) SELECT id, aggregate_key FROM moved ORDER BY created_at, id`,
