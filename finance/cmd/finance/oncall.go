@@ -143,9 +143,18 @@ func newChartRollup(db *bun.DB, log *slog.Logger) (runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return schedule.New(insight.RollEvery, func(ctx context.Context) {
+	roll := func(ctx context.Context) {
 		if err := store.Roll(ctx); err != nil && ctx.Err() == nil {
 			log.WarnContext(ctx, "chart rollup failed", "err", err)
 		}
-	}, log)
+	}
+	sched, err := schedule.New(insight.RollEvery, roll, log)
+	if err != nil {
+		return nil, err
+	}
+	// Roll once at start, so the charts hold the last day before the first tick.
+	return runnerFunc(func(ctx context.Context) error {
+		roll(ctx)
+		return sched.Run(ctx)
+	}), nil
 }

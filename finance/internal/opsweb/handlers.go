@@ -158,6 +158,11 @@ func (d *Dashboard) overview(c echo.Context) error {
 	if p.Failed, err = d.eventRows(ctx, failed.Items); err != nil {
 		return err
 	}
+	// The rollup runs every 15 s; rolled up now, the charts include this very minute.
+	// It takes milliseconds, and a failure only leaves them as of the last roll.
+	if err := d.cfg.Insight.Roll(ctx); err != nil {
+		d.cfg.Log.WarnContext(ctx, "chart rollup failed", "err", err)
+	}
 	ch, err := d.cfg.Insight.Charts(ctx, p.Window)
 	if err != nil {
 		return err
