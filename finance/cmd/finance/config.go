@@ -114,7 +114,8 @@ func (c *config) dispatchSettings() ([]envconf.Setting, []envconf.Rule) {
 	concurrency := envconf.Int(&d.Concurrency, "DISPATCH_CONCURRENCY", 0, 1, 0,
 		"requests in flight: in batch mode the next batch is claimed when the last is "+
 			"answered and takes everything that arrived meanwhile; replicas add parallelism")
-	concurrency.Default = "16 in single mode, 1 in batch mode"
+	concurrency.Default = fmt.Sprintf("%d in single mode, %d in batch mode",
+		defaultConcurrency(delivery.ModeSingle), defaultConcurrency(delivery.ModeBatch))
 	concurrency.DefaultFrom = func() string { return strconv.Itoa(defaultConcurrency(d.Mode)) }
 	settings := []envconf.Setting{
 		envconf.Bool(&c.DispatchOn, "DISPATCH_ENABLED", true, "run the dispatcher in this process"),

@@ -66,7 +66,8 @@ Usage:
                                  1 discrepancies found, 2 could not reconcile
   finance healthcheck            exit 0 when the server at HTTP_ADDR answers /readyz
                                  (the container healthcheck; the image has no curl)
-  finance version                print the build: module version, VCS revision, Go
+  finance version                print the build: module version, VCS revision and
+                                 time, Go version
   finance help [<command>]       this help, or a command's: flags and what it does
                                  (the same as finance <command> --help)
   finance help --json            the variables below as JSON (README.md's

@@ -55,6 +55,9 @@ func (c *oncallConfig) settings(httpAddr, webhookURL *string) ([]envconf.Setting
 	logistics := envconf.String(&c.Reconcile.LogisticsURL, "LOGISTICS_API_URL",
 		"scheme and host of LOGISTICS_WEBHOOK_URL", "logistics' base URL for its ops API", envconf.HTTPURL)
 	logistics.DefaultFrom = func() string { return origin(*webhookURL) }
+	slackAPI := envconf.String(&c.Slack.APIURL, "SLACK_API_URL", "https://slack.com/api/",
+		"Slack Web API base for SLACK_TOKEN", envconf.HTTPURL)
+	slackAPI.DefaultFrom = func() string { return "" } // unset: the Slack client's own base, named above
 	r := &c.Retention
 	settings := []envconf.Setting{
 		envconf.String(&c.Slack.WebhookURL, "SLACK_WEBHOOK_URL", "",
@@ -62,8 +65,7 @@ func (c *oncallConfig) settings(httpAddr, webhookURL *string) ([]envconf.Setting
 		envconf.Secret(envconf.String(&c.Slack.Token, "SLACK_TOKEN", "",
 			"Slack bot token that pages on-call in SLACK_CHANNEL, instead of SLACK_WEBHOOK_URL", nil)),
 		envconf.String(&c.Slack.Channel, "SLACK_CHANNEL", "", "the channel SLACK_TOKEN posts to", nil),
-		envconf.String(&c.Slack.APIURL, "SLACK_API_URL", "",
-			"Slack Web API base for SLACK_TOKEN (default https://slack.com/api/)", envconf.HTTPURL),
+		slackAPI,
 		dashboard,
 		envconf.Duration(&c.PendingAge, "ALERT_PENDING_AGE", 5*time.Minute, 10*time.Second,
 			"page when the oldest pending event is older"),

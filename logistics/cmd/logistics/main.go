@@ -106,7 +106,7 @@ func program(environ []string, stdout, stderr io.Writer) cli.Program {
 			Run: configured("migrate", func(_ context.Context, cfg Config) error { return migrate(cmd, cfg, stdout) })}
 	}
 	return cli.Program{Name: "logistics", Usage: usage, Help: usage + (&Config{}).settings().Help(), Commands: []cli.Command{
-		{Name: "serve", Summary: "serve the finance webhook, the warehouse API, /healthz and /readyz",
+		{Name: "serve", Summary: "serve the finance webhook, the warehouse and ops APIs, /healthz, /readyz, /metrics and /openapi.json",
 			Help: "Apply pending migrations (unless MIGRATE_ON_START=false) and serve the finance webhook,\n" +
 				"the warehouse API, /healthz and /readyz until SIGINT or SIGTERM, then drain. See\n" +
 				"logistics help for the environment.",
