@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/pgtest"
 )
 
 // A receiver hashes the request's content, not its bytes, so a sender that
@@ -21,9 +22,12 @@ func ExampleHashJSON() {
 }
 
 // A webhook handler wraps its business change in Process; the record of the key and
-// the change commit together.
+// the change commit together, and a retry of the same request applies nothing.
 func ExampleInbox_Process() {
-	var db *bun.DB // opened with pgdb.Open
+	db, done := pgtest.ForExample("inbox", inbox.Schema("orders_processed_events")+
+		`CREATE TABLE orders (id text PRIMARY KEY, paid_count int NOT NULL DEFAULT 0);
+		INSERT INTO orders VALUES ('o-1');`)
+	defer done()
 	in, err := inbox.New("orders_processed_events")
 	if err != nil {
 		panic(err)
@@ -33,17 +37,28 @@ func ExampleInbox_Process() {
 	if err != nil {
 		panic(err) // not JSON: answer 400
 	}
-	out, err := in.Process(context.Background(), db, inbox.Item{Key: "order.paid:o-1", PayloadHash: hash},
-		func(ctx context.Context, tx bun.Tx) (string, error) {
-			_, err := tx.NewRaw(`UPDATE orders SET status = 'paid' WHERE id = ?`, "o-1").Exec(ctx)
-			return inbox.ResultApplied, err
-		})
-	switch {
-	case errors.Is(err, inbox.ErrKeyReuse):
-		// answer 422: the key names another request
-	case err != nil:
-		// answer 5xx (or what the apply error means): nothing was stored
-	default:
-		fmt.Println("duplicate:", out.Duplicate)
+	for range 2 { // the sender retries: the first answer was lost
+		out, err := in.Process(context.Background(), db, inbox.Item{Key: "order.paid:o-1", PayloadHash: hash},
+			func(ctx context.Context, tx bun.Tx) (string, error) {
+				_, err := tx.NewRaw(`UPDATE orders SET paid_count = paid_count + 1 WHERE id = ?`, "o-1").Exec(ctx)
+				return inbox.ResultApplied, err
+			})
+		switch {
+		case errors.Is(err, inbox.ErrKeyReuse):
+			// answer 422: the key names another request
+		case err != nil:
+			// answer 5xx (or what the apply error means): nothing was stored
+		default:
+			fmt.Println("duplicate:", out.Duplicate, "result:", out.Result)
+		}
 	}
+	var paid int
+	if err := db.NewRaw(`SELECT paid_count FROM orders WHERE id = 'o-1'`).Scan(context.Background(), &paid); err != nil {
+		panic(err)
+	}
+	fmt.Println("applied", paid, "time")
+	// Output:
+	// duplicate: false result: applied
+	// duplicate: true result: applied
+	// applied 1 time
 }

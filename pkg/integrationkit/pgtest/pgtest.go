@@ -84,19 +84,35 @@ func NewEmptyURL(t testing.TB, name string) string {
 // test ends, and returns its URL.
 func create(t testing.TB, name, tmpl string) string {
 	t.Helper()
-	dbName := "t_" + name + "_" + randomHex(8)
-	if err := adminExec(context.Background(), fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`,
-		pgx.Identifier{dbName}.Sanitize(), pgx.Identifier{tmpl}.Sanitize())); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+	dbName, err := createDatabase(context.Background(), name, tmpl)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() {
-		err := adminExec(context.Background(), fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`,
-			pgx.Identifier{dbName}.Sanitize()))
-		if err != nil {
-			t.Errorf("pgtest: drop database %s: %v", dbName, err)
+		if err := dropDatabase(context.Background(), dbName); err != nil {
+			t.Errorf("pgtest: %v", err)
 		}
 	})
 	return withDatabase(AdminURL(), dbName)
+}
+
+// createDatabase makes a database named after name from the template tmpl and
+// returns its name.
+func createDatabase(ctx context.Context, name, tmpl string) (string, error) {
+	dbName := "t_" + name + "_" + randomHex(8)
+	if err := adminExec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`,
+		pgx.Identifier{dbName}.Sanitize(), pgx.Identifier{tmpl}.Sanitize())); err != nil {
+		return "", fmt.Errorf("create database: %w", err)
+	}
+	return dbName, nil
+}
+
+func dropDatabase(ctx context.Context, dbName string) error {
+	err := adminExec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, pgx.Identifier{dbName}.Sanitize()))
+	if err != nil {
+		return fmt.Errorf("drop database %s: %w", dbName, err)
+	}
+	return nil
 }
 
 // NewDB is NewURL plus an open bun database, closed when the test ends.

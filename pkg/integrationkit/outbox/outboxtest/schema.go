@@ -1,5 +1,6 @@
-// Package outboxtest gives kit tests (and adopters' tests) an outbox table made by
-// outbox.Schema, in a fresh PostgreSQL database.
+// Package outboxtest tests outboxes: Exercise is the conformance suite an adopter runs
+// against its own migrated outbox table, and Setup gives kit tests an outbox table made
+// by outbox.Schema, in a fresh PostgreSQL database.
 package outboxtest
 
 import (

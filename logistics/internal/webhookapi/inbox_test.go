@@ -1,0 +1,25 @@
+package webhookapi_test
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+
+	"handoff/logistics/internal/webhookapi"
+	"handoff/migrations"
+	"handoff/pkg/integrationkit/inbox/inboxtest"
+	"handoff/pkg/integrationkit/pgtest"
+)
+
+// The kit's inbox keeps its contract on logistics' own table, as logistics'
+// migrations make it, with the columns the handler stores beside each key.
+func TestInboxConformsOnProcessedEvents(t *testing.T) {
+	t.Parallel()
+	inboxtest.Exercise(t, func(t *testing.T) *bun.DB {
+		db, _ := pgtest.NewDB(t, "logistics", migrations.Logistics())
+		return db
+	}, webhookapi.ProcessedEventsTable, func(key string) map[string]any {
+		return map[string]any{"event_id": "evt-" + key, "event_type": "invoice.paid", "invoice_id": uuid.New()}
+	})
+}
