@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make reset`: drops the databases `make run` creates (finance and logistics, on the
-# server scripts/pg.sh finds) and deletes .data/ (development tokens, logs, the private
-# cluster), after asking. YES=1 answers yes. No other database is touched.
+# `make reset`: drops the databases this clone's `make run` created (finance and
+# logistics, as listed in .data/created-databases: a database of that name that
+# existed before make run is left alone) and deletes .data/ (development tokens, logs,
+# the private cluster), after asking. YES=1 answers yes. No other database is touched.
 # DATA_DIR moves .data, as for scripts/run.sh.
 set -euo pipefail
 
@@ -22,9 +23,19 @@ if [ -z "$admin" ] && command -v psql >/dev/null && psql "$system_url" -Atqc 'se
   admin=$system_url
 fi
 
+# The databases make run created on that server, and no others.
+created=()
+if [ -n "$admin" ] && [ -f "$data/created-databases" ]; then
+  while read -r server db; do
+    if [ "$server" = "${admin%%\?*}" ] && [[ $db =~ ^(finance|logistics)$ ]]; then created+=("$db"); fi
+  done < "$data/created-databases"
+fi
+
 echo "make reset will"
-if [ -n "$admin" ]; then
-  echo "  - drop the databases finance and logistics on ${admin%%\?*}"
+if [ ${#created[@]} -gt 0 ]; then
+  echo "  - drop the databases ${created[*]} on ${admin%%\?*} (make run created them)"
+elif [ -n "$admin" ]; then
+  echo "  - drop no database on ${admin%%\?*}: make run created none there (finance and logistics, if present, stay)"
 fi
 echo "  - stop and delete the private PostgreSQL cluster, if there is one"
 echo "  - delete $data (development tokens, logs)"
@@ -43,8 +54,8 @@ if [ "${YES:-}" != 1 ]; then
   esac
 fi
 
-if [ -n "$admin" ]; then
-  for db in finance logistics; do
+if [ ${#created[@]} -gt 0 ]; then
+  for db in "${created[@]}"; do
     if [ -z "$(psql "$admin" -Atqc "SELECT 1 FROM pg_database WHERE datname = '$db'")" ]; then
       echo "no database $db"
       continue

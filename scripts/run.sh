@@ -54,9 +54,12 @@ db_url() { # name
   local base=${admin%%\?*}
   echo "${base%/*}/$1?sslmode=disable"
 }
+# The databases this clone's make run created are listed in $data/created-databases
+# (one "<server> <name>" per line): make reset drops those, and no other.
 for db in finance logistics; do
   if [ -z "$(psql "$admin" -Atqc "SELECT 1 FROM pg_database WHERE datname = '$db'")" ]; then
-    psql "$admin" -qc "CREATE DATABASE $db" && echo "created database $db"
+    psql "$admin" -qc "CREATE DATABASE $db" && echo "created database $db" &&
+      echo "${admin%%\?*} $db" >> "$data/created-databases"
   fi
 done
 
