@@ -38,6 +38,8 @@ func TestBlocksLinkIntoTheDashboardOnly(t *testing.T) {
 		{"Aggregate", "https://ops.example/ops/aggregates/agg-1"},
 		{"Failed | list", "https://ops.example/ops/events?status=failed&aggregate=agg-1"},
 	}, m.Links)
+	require.Contains(t, m.Text, "\nEvent: https://ops.example/ops/events/"+event.String(),
+		"the text, all a notification shows, carries the links too")
 	require.Equal(t, "docs/operations.md § Event dead-lettered", m.Runbook)
 	require.Contains(t, m.Text, "\nRunbook: docs/operations.md § Event dead-lettered\nDashboard: https://ops.example/ops")
 	require.False(t, strings.ContainsAny(m.Text, "<>"), m.Text)

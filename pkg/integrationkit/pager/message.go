@@ -30,7 +30,7 @@ type Message struct {
 
 // message renders a claimed alert: what, how many in which window, the latest
 // occurrence as an example, the runbook section, the dashboard link, and the deep
-// links into the dashboard.
+// links into the dashboard (in the text as well as the blocks).
 func (p *Pager) message(d due, s sample) Message {
 	var b strings.Builder
 	window := max(time.Duration(d.WindowSecs*float64(time.Second)).Round(time.Second), time.Second)
@@ -68,7 +68,13 @@ func (p *Pager) message(d due, s sample) Message {
 	if id, err := uuid.Parse(s.EventID); err == nil {
 		subject.EventID = id
 	}
-	return Message{Key: d.Key, Kind: d.Kind, Count: d.Count, Text: b.String(), Links: p.links(subject), Runbook: runbook}
+	links := p.links(subject)
+	// The deep links in the plain text too: a notification, or a client without Block
+	// Kit, shows only the text.
+	for _, l := range links {
+		b.WriteString("\n" + mrkdwn(l.Label) + ": " + mrkdwn(l.Path))
+	}
+	return Message{Key: d.Key, Kind: d.Kind, Count: d.Count, Text: b.String(), Links: links, Runbook: runbook}
 }
 
 // mrkdwn is s as literal text in Slack mrkdwn: &, < and > escaped, the only
