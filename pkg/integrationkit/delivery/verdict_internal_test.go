@@ -42,9 +42,9 @@ func TestVerdictCountsOnlyReceiverFaults(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, c.want, verdictOf(response{status: c.status, err: c.err}))
+			require.Equal(t, c.want, verdictOf(answerOf(response{status: c.status, err: c.err})))
 		})
 	}
-	require.Equal(t, failing, verdictOf(response{err: fmt.Errorf("post: %w", errors.New("broken pipe"))}))
-	require.Equal(t, healthy, verdictOf(response{status: http.StatusTooEarly}))
+	require.Equal(t, failing, verdictOf(answerOf(response{err: fmt.Errorf("post: %w", errors.New("broken pipe"))})))
+	require.Equal(t, healthy, verdictOf(answerOf(response{status: http.StatusTooEarly})))
 }
