@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -95,25 +94,27 @@ func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
 		d.release(settleCtx, recs)
 		return
 	}
-	dec := Classify(res.status, res.header, res.err, time.Now())
-	if answers == nil && refused(dec, res) {
-		d.recordCircuit(settleCtx, recs[0], permit, verdictOf(res))
+	whole, now := answerOf(res), time.Now()
+	v := verdictOf(whole) // the request counts once toward the circuit
+	if answers == nil && refused(classify(whole, now), res) {
+		d.recordCircuit(settleCtx, recs[0], permit, v)
 		d.fallBack(ctx, recs, res)
 		return
 	}
 	items := make([]outbox.Settlement, len(recs))
 	for i, rec := range recs {
-		itemDec, itemRes := dec, res
+		r, itemRes := whole, res
 		if answers != nil {
-			itemDec, itemRes = d.itemDecision(answers, rec, res)
+			r, itemRes = itemAnswer(answers, rec, res)
 		}
-		items[i] = outbox.Settlement{Record: rec, Outcome: d.outcome(rec, itemDec, itemRes)}
+		items[i] = outbox.Settlement{Record: rec}
+		items[i].Outcome, _ = d.outcome(rec, r, itemRes, now)
 	}
 	if len(items) == 1 {
 		recordOutcome(span, items[0].Outcome)
 	}
 	if d.settle(settleCtx, items) > 0 {
-		d.recordCircuit(settleCtx, recs[0], permit, verdictOf(res))
+		d.recordCircuit(settleCtx, recs[0], permit, v)
 	}
 }
 
@@ -174,21 +175,17 @@ func (d *Dispatcher) deliverEach(ctx context.Context, recs []outbox.Record) {
 	wg.Wait()
 }
 
-// itemDecision classifies one item's answer as if it had come alone; an item the
-// receiver did not answer is retried.
-func (d *Dispatcher) itemDecision(answers map[string]BatchAnswer, rec outbox.Record, res response) (Decision, response) {
+// itemAnswer is one item's answer, to be decided as if it had come alone (an item the
+// receiver did not answer is retried), and what the attempt log records of it.
+func itemAnswer(answers map[string]BatchAnswer, rec outbox.Record, res response) (result, response) {
 	a, ok := answers[rec.IdempotencyKey]
 	if !ok {
 		res.status, res.snippet = 0, ""
-		return Decision{Action: Retry, Counted: true, Reason: "missing_item_answer"}, res
-	}
-	h := http.Header{}
-	if a.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(a.RetryAfter))
+		return itemResult(nil), res
 	}
 	raw, _ := json.Marshal(a)
-	res.status, res.header, res.snippet = a.Status, h, snippet(raw)
-	return Classify(a.Status, h, nil, time.Now()), res
+	res.status, res.snippet = a.Status, snippet(raw)
+	return itemResult(&a), res
 }
 
 // sendBatch posts the batch and returns the transport result and, for a 200 whose

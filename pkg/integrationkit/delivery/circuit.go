@@ -2,15 +2,12 @@ package delivery
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/webhook"
 )
 
 // admit asks the circuit of the records' destination whether they may be sent; the
@@ -37,18 +34,11 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 	if p.Allowed {
 		return p, true
 	}
-	deferral, label := outbox.DeferredByCircuit, "circuit_open"
-	if p.Paused {
-		deferral, label = outbox.DeferredByPause, "paused"
-	}
+	pol, now := d.policy(), time.Now()
 	items := make([]outbox.Settlement, len(recs))
 	for i, rec := range recs {
-		items[i] = outbox.Settlement{Record: rec, Outcome: outbox.Outcome{
-			Status:     outbox.StatusPending,
-			RetryIn:    p.Wait + d.spread(),
-			DeferredBy: deferral,
-			Label:      label,
-		}}
+		deferral := pol.decide(result{held: &p}, rec.Attempts, now)
+		items[i] = outbox.Settlement{Record: rec, Outcome: deferral.outcome()}
 	}
 	if len(items) == 1 {
 		recordOutcome(trace.SpanFromContext(ctx), items[0].Outcome)
@@ -97,43 +87,6 @@ func (d *Dispatcher) hasten(ctx context.Context, dest, deferredBy, why string) {
 		return
 	}
 	d.log.InfoContext(ctx, why, "destination", dest, "hastened", n)
-}
-
-// verdict is what one request tells the circuit.
-type verdict int
-
-const (
-	neutral verdict = iota // no answer about the receiver's health: a 429, a refused dial
-	healthy                // the receiver answered and is up
-	failing                // a receiver fault: 5xx, 408, a timeout or a connection error
-)
-
-// verdictOf says what a request's result tells the circuit. Only faults of the
-// receiver or the path to it count toward opening it: 5xx, 408, timeouts and
-// connection errors. Every other answer (409, 425, 401, 403, other 4xx, 3xx) comes
-// from a receiver that is up and resets the streak; a 429 asks for patience and
-// neither counts nor resets, nor does a request that never left (a destination the
-// egress guard refused, an event that could not be signed).
-func verdictOf(res response) verdict {
-	switch {
-	case res.err != nil && !reachedReceiver(res.err):
-		return neutral
-	case res.err != nil:
-		return failing
-	case res.status == http.StatusTooManyRequests:
-		return neutral
-	case res.status >= 500 || res.status == http.StatusRequestTimeout:
-		return failing
-	default:
-		return healthy
-	}
-}
-
-// reachedReceiver reports whether a transport error came from trying the receiver,
-// rather than from refusing to send at all.
-func reachedReceiver(err error) bool {
-	var blocked *BlockedError
-	return !errors.As(err, &blocked) && !errors.Is(err, webhook.ErrInvalidID)
 }
 
 // recordCircuit feeds a request's verdict to the circuit of rec's destination.

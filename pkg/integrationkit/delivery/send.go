@@ -66,10 +66,10 @@ func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record) {
 		d.release(settleCtx, []outbox.Record{rec})
 		return
 	}
-	out := d.outcome(rec, Classify(res.status, res.header, res.err, time.Now()), res)
+	out, v := d.outcome(rec, answerOf(res), res, time.Now())
 	recordOutcome(span, out)
 	if settled := d.settle(settleCtx, []outbox.Settlement{{Record: rec, Outcome: out}}); settled == 1 {
-		d.recordCircuit(settleCtx, rec, permit, verdictOf(res))
+		d.recordCircuit(settleCtx, rec, permit, v)
 	}
 }
 
@@ -162,51 +162,27 @@ func envelope(rec outbox.Record) Envelope {
 		Sequence: rec.Sequence, Data: rec.Payload}
 }
 
-// outcome turns a decision about rec's request into the event's next state.
-func (d *Dispatcher) outcome(rec outbox.Record, dec Decision, res response) outbox.Outcome {
-	out := outbox.Outcome{
-		Sent: true, StartedAt: res.started, Duration: res.duration, StatusCode: res.status,
-		Snippet: res.snippet, Label: dec.Reason, Counted: dec.Action != Retry || dec.Counted,
-	}
+// outcome is the event's next state after rec's request (or batch item) came to r at
+// now, as the policy decides it, with what res recorded of the request; and what the
+// request tells the circuit.
+func (d *Dispatcher) outcome(rec outbox.Record, r result, res response, now time.Time) (outbox.Outcome, verdict) {
+	rul := d.policy().decide(r, rec.Attempts, now)
+	out := rul.outcome()
+	out.Sent, out.StartedAt, out.Duration = true, res.started, res.duration
+	out.StatusCode, out.Snippet = res.status, res.snippet
 	if res.err != nil {
 		out.ErrorClass = ErrorClass(res.err)
 		out.Error = truncate(res.err.Error(), 500)
-	} else if dec.Action != Deliver {
+	} else if out.Status != outbox.StatusDelivered {
 		out.Error = fmt.Sprintf("HTTP %d", res.status)
 	}
-	attempts := rec.Attempts
-	if out.Counted {
-		attempts++
-	}
-	switch {
-	case dec.Action == Deliver:
-		out.Status = outbox.StatusDelivered
-	case dec.Action == DeadLetter:
-		out.Status, out.FailedReason = outbox.StatusFailed, dec.Reason
-	case attempts >= d.cfg.MaxAttempts && dec.Counted:
-		out.Status, out.FailedReason, out.Label = outbox.StatusFailed, reasonExhausted, "dead_letter"
-	case dec.RetryAfter > 0:
-		out.Status, out.RetryIn = outbox.StatusPending, dec.RetryAfter
-	default:
-		out.Status, out.RetryIn = outbox.StatusPending, d.jitter(attempts)
-	}
-	switch {
-	case out.Status == outbox.StatusFailed:
-		out.Page = PageDeadLetter
-	case dec.Page:
-		out.Page = PageUnauthorized
-	}
-	return out
+	return out, rul.verdict
 }
 
-// The pages an outcome owes on-call (outbox.Outcome.Page), settled with it.
-const (
-	// PageDeadLetter: the event was dead-lettered.
-	PageDeadLetter = "dead_letter"
-	// PageUnauthorized: the receiver refused the request with 401 or 403, a secret or
-	// clock problem on-call can fix.
-	PageUnauthorized = "unauthorized"
-)
+// policy is the outcome table with this dispatcher's budget and randomness.
+func (d *Dispatcher) policy() policy {
+	return policy{maxAttempts: d.cfg.MaxAttempts, jitter: d.jitter, spread: d.spread}
+}
 
 func (d *Dispatcher) logOutcome(ctx context.Context, rec outbox.Record, out outbox.Outcome) {
 	attrs := []any{"event_id", rec.ID, "event_type", rec.EventType, "idempotency_key", rec.IdempotencyKey,
@@ -236,6 +212,3 @@ func truncate(s string, n int) string {
 	}
 	return strings.ToValidUTF8(s[:n], "")
 }
-
-// reasonExhausted is the failed_reason of an event whose counted attempts ran out.
-const reasonExhausted = "max_attempts_exhausted"
