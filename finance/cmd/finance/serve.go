@@ -101,8 +101,8 @@ func serve(ctx context.Context, cfg config, logOut io.Writer) error {
 	for _, r := range oc.Runners {
 		g.Go(func() error { return r.Run(ctx) })
 	}
-	log.Info("finance started", "addr", cfg.HTTPAddr, "dispatcher", cfg.DispatchOn, "destination", cfg.WebhookURL,
-		"tracing", tp != nil)
+	log.Info("finance started", "addr", cfg.HTTPAddr, "dispatcher", cfg.DispatchOn, "mode", cfg.Dispatch.Mode,
+		"destination", cfg.WebhookURL, "tracing", tp != nil)
 	err = g.Wait()
 	log.Info("finance stopped", "err", err)
 	return err
