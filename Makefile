@@ -45,7 +45,8 @@ bench-short: ## a quick benchmark (about two minutes), ending with `e2e/ceiling:
 lint: ## gofmt, go vet and staticcheck over every module
 	@test -z "$$(gofmt -l $(MODULES))" || { gofmt -l $(MODULES); exit 1; }
 	@for m in $(MODULES); do (cd $$m && go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...) || exit 1; done
-	@cd e2e/monitoring && GOWORK=off go vet ./... && GOWORK=off go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	@for m in e2e/monitoring e2e/riverbaseline; do (cd $$m && GOWORK=off go vet ./... && \
+		GOWORK=off go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...) || exit 1; done
 
 build: ## build both binaries into bin/
 	@mkdir -p bin
