@@ -47,7 +47,7 @@ func main() {
 }
 
 // plan is how much each phase does; -short shrinks it to fit in two minutes, and
-// measures River with only the setting the full sweep found best.
+// measures River with only the best setting of the sweep.
 type plan struct {
 	Ceiling      time.Duration `json:"ceiling_ns"`
 	Saturation   time.Duration `json:"saturation_ns"`
@@ -72,7 +72,7 @@ var (
 	shortPlan = plan{Ceiling: 1500 * time.Millisecond, Saturation: 5 * time.Second, Warmup: time.Second,
 		Latency: 2500 * time.Millisecond, Backlog: 3_000, Scaling: 1_500, History: 100_000, Pending: 10_000,
 		ClaimSamples: 100, DrainTimeout: 90 * time.Second,
-		River: []riverSetting{{100, 10 * time.Millisecond}}} // the full sweep's best on two cores
+		River: []riverSetting{{100, 10 * time.Millisecond}}} // best of the sweep at 1,500 events, two cores
 )
 
 // config is the command line.
