@@ -49,7 +49,7 @@ GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v
 lint: ## gofmt, then golangci-lint (vet, staticcheck, errcheck, depguard, funlen) over every module
 	@test -z "$$(gofmt -l $(MODULES))" || { gofmt -l $(MODULES); exit 1; }
 	@for m in $(MODULES); do echo "lint $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...) || exit 1; done
-	@echo "lint e2e/monitoring"; cd e2e/monitoring && GOWORK=off $(GOLANGCI_LINT) run ./...
+	@for m in e2e/monitoring e2e/riverbaseline; do echo "lint $$m"; (cd $$m && GOWORK=off $(GOLANGCI_LINT) run ./...) || exit 1; done
 
 build: ## build both binaries into bin/
 	@mkdir -p bin

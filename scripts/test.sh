@@ -20,6 +20,10 @@ done
 # the binaries; it has no concurrent code of its own to race.
 echo "== e2e/monitoring"
 (cd e2e/monitoring && GOWORK=off go test -count=1 -p 2 -parallel 2 -timeout 15m ./...) || status=1
+# e2e/riverbaseline, the benchmark's River baseline, is outside go.work for the same
+# reason (River's requirements); its tests need no database.
+echo "== e2e/riverbaseline"
+(cd e2e/riverbaseline && GOWORK=off go test -race -count=1 ./...) || status=1
 
 # fuzz MODULE PACKAGE TARGET EXECS runs one target for a few seconds beyond its
 # committed corpus (the unit tests above already replayed that corpus). The budget is a

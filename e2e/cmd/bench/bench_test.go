@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +71,46 @@ func TestCompareMarksARegression(t *testing.T) {
 	require.Contains(t, out, "| batch: end to end events/s | 1,500 | 1,200 | -20 % **regression** |")
 	require.Contains(t, out, "| batch: ÷ producer ceiling | 0.75 | 0.60 | -0.15 **regression** |")
 	require.Contains(t, out, "| batch: pay→shipment p99 ms at 50 % | 20.0 | 19.0 | -5 % |", "lower latency is no regression")
+}
+
+func TestRiverRowsNameTheirSettingsAndMarkTheBest(t *testing.T) {
+	t.Parallel()
+	r := &Result{
+		Plan:    plan{Scaling: 20_000, River: fullPlan.River},
+		Ceiling: Ceiling{ProducerTxPerSec: 2000},
+		Modes:   []ModeResult{{Mode: "single"}, {Mode: "batch"}},
+		River: []RiverRun{
+			{River: "v0.51.2", MaxWorkers: 16, FetchCooldown: "100ms (default)", EventsPerSec: 160, SecondsToEmpty: 125},
+			{River: "v0.51.2", MaxWorkers: 100, FetchCooldown: "10ms", EventsPerSec: 1400, SecondsToEmpty: 14.3, Snoozed: 2},
+			{MaxWorkers: 100, FetchCooldown: "100ms (default)", Error: "the River baseline: exit status 1\nlog"},
+		},
+	}
+	var buf bytes.Buffer
+	writeTable(&buf, r)
+	out := buf.String()
+	require.Contains(t, out, "| 4 | River v0.51.2, 1 client, MaxWorkers 16, FetchCooldown 100ms (default): 20,000 seeded events drained, events/s (seconds) | 160 (125.0 s) | 0.08 | 160 (125.0 s) | 0.08 |")
+	require.Contains(t, out, "| 4 | River v0.51.2, 1 client, MaxWorkers 100, FetchCooldown 10ms: 20,000 seeded events drained, events/s (seconds), **best of the sweep** | 1,400 (14.3 s), 2 snoozed on 409, 0 retried | 0.70 |")
+	require.Contains(t, out, "| 4 | River, 1 client, MaxWorkers 100, FetchCooldown 100ms (default) | failed: the River baseline: exit status 1 | — |")
+	require.Less(t, strings.Index(out, "dispatcher replica(s)"), strings.Index(out, "River v0.51.2"), "beside the scaling rows, after them")
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "|") {
+			require.Equal(t, 2+2*2, strings.Count(line, "|")-1, "every row has all columns: %s", line)
+		}
+	}
+}
+
+func TestRiverRowsOfAShortRun(t *testing.T) {
+	t.Parallel()
+	one := &Result{Short: true, Plan: plan{Scaling: 1500, River: shortPlan.River}, Modes: []ModeResult{{Mode: "batch"}},
+		River: []RiverRun{{River: "v0.51.2", MaxWorkers: 100, FetchCooldown: "10ms", EventsPerSec: 1384, SecondsToEmpty: 1.1}}}
+	rows := riverRows(one, func(float64) float64 { return math.NaN() })
+	require.Len(t, rows, 1)
+	require.NotContains(t, rows[0].label, "best", "one setting is no sweep")
+
+	none := &Result{Short: true, Modes: []ModeResult{{Mode: "batch"}}}
+	rows = riverRows(none, func(float64) float64 { return math.NaN() })
+	require.Len(t, rows, 1)
+	v, _ := cell(none.Modes[0], rows[0])
+	require.Equal(t, "not measured in -short", v)
+	require.Empty(t, riverRows(&Result{}, nil), "a full run without the River phase has no River row")
 }

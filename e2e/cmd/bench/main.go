@@ -6,6 +6,10 @@
 // delivery mode's (batch) end-to-end events/s over the ceiling's producer
 // transactions/s. `bench -compare OLD.json NEW.json` compares two saved runs.
 //
+// Beside handoff's drains of seeded events it drains the same events with River
+// (e2e/riverbaseline, a module outside go.work): one client per setting of a small
+// sweep, posting to a logistics of its own, so each run repeats the comparison.
+//
 // It creates its own databases (handoff_bench_*) on the PostgreSQL at PG_ADMIN_URL
 // (else TEST_DATABASE_URL, else the local default), starts both services on loopback
 // ports, and drops the databases when done. Every phase is bounded in time.
@@ -42,7 +46,8 @@ func main() {
 	}
 }
 
-// plan is how much each phase does; -short shrinks it to fit in two minutes.
+// plan is how much each phase does; -short shrinks it to fit in two minutes, and
+// measures River with only the best setting of the sweep.
 type plan struct {
 	Ceiling      time.Duration `json:"ceiling_ns"`
 	Saturation   time.Duration `json:"saturation_ns"`
@@ -54,15 +59,20 @@ type plan struct {
 	Pending      int           `json:"pending"`
 	ClaimSamples int           `json:"claim_samples"`
 	DrainTimeout time.Duration `json:"drain_timeout_ns"`
+	// River is the River baseline's sweep: one drain of Scaling seeded events per
+	// setting (none: the River phase is not measured).
+	River []riverSetting `json:"river,omitempty"`
 }
 
 var (
 	fullPlan = plan{Ceiling: 10 * time.Second, Saturation: 20 * time.Second, Warmup: 3 * time.Second,
 		Latency: 15 * time.Second, Backlog: 50_000, Scaling: 20_000, History: 1_000_000, Pending: 100_000,
-		ClaimSamples: 1000, DrainTimeout: 15 * time.Minute}
+		ClaimSamples: 1000, DrainTimeout: 15 * time.Minute,
+		River: []riverSetting{{16, 0}, {16, 10 * time.Millisecond}, {100, 0}, {100, 10 * time.Millisecond}}}
 	shortPlan = plan{Ceiling: 1500 * time.Millisecond, Saturation: 5 * time.Second, Warmup: time.Second,
 		Latency: 2500 * time.Millisecond, Backlog: 3_000, Scaling: 1_500, History: 100_000, Pending: 10_000,
-		ClaimSamples: 100, DrainTimeout: 90 * time.Second}
+		ClaimSamples: 100, DrainTimeout: 90 * time.Second,
+		River: []riverSetting{{100, 10 * time.Millisecond}}} // best of the sweep at 1,500 events, two cores
 )
 
 // config is the command line.
@@ -86,7 +96,7 @@ type config struct {
 
 // phaseNames are the parts of a run that -phases selects; saturation always runs in
 // a mode, since the latency runs are offered fractions of its rate.
-var phaseNames = []string{"ceiling", "claim", "latency", "outage", "scaling", "history"}
+var phaseNames = []string{"ceiling", "claim", "latency", "outage", "scaling", "history", "river"}
 
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -172,8 +182,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	res.Autoanalyze = cfg.analyze.String()
 	progress("building the binaries")
+	baseline, riverBuilt := startRiverBuild(ctx, cfg)
+	if baseline != "" {
+		defer os.Remove(baseline)
+	}
 	bin, err := harness.Build(false)
-	if err != nil {
+	if err := cmp.Or(err, riverBuilt()); err != nil {
 		return err
 	}
 	defer harness.RemoveBinaries()
@@ -183,7 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			progress("dropping the databases: %v", err)
 		}
 	}()
-	if err := measureAll(ctx, cl, bin, cfg, res, progress); err != nil {
+	if err := measureAll(ctx, cl, bin, baseline, cfg, res, progress); err != nil {
 		return err
 	}
 	res.Seconds = time.Since(began).Seconds()
@@ -202,9 +216,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// measureAll runs the ceiling, the claim latencies and every mode's end-to-end runs,
-// then the producer ceiling once more.
-func measureAll(ctx context.Context, cl *cluster, bin string, cfg config, res *Result, progress logf) error {
+// measureAll runs the ceiling, the claim latencies, every mode's end-to-end runs and
+// the River baseline (when baseline, its binary, is set), then the producer ceiling
+// once more.
+func measureAll(ctx context.Context, cl *cluster, bin, baseline string, cfg config, res *Result, progress logf) error {
 	var rig *ceilingRig
 	if cfg.phases["ceiling"] {
 		workers := ceilingWorkers(cfg.clerks)
@@ -230,6 +245,9 @@ func measureAll(ctx context.Context, cl *cluster, bin string, cfg config, res *R
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+	}
+	if baseline != "" {
+		res.River = measureRiver(ctx, cl, bin, baseline, cfg, progress)
 	}
 	if rig == nil {
 		return nil

@@ -31,6 +31,9 @@ type Result struct {
 	Ceiling Ceiling           `json:"ceiling"`
 	Claim   Claim             `json:"claim"`
 	Modes   []ModeResult      `json:"modes"`
+	// River is the River baseline's drains of the scaling phase's seeded events, one
+	// per setting of the plan's sweep.
+	River []RiverRun `json:"river,omitempty"`
 	// Commit is the repository's commit the binaries were built from, "+dirty" when
 	// the work tree had changes.
 	Commit string `json:"commit,omitempty"`
@@ -204,6 +207,7 @@ func rows(r *Result) []row {
 	out = append(out, latencyRows()...)
 	out = append(out, outageRows(r, ofProd)...)
 	out = append(out, scalingRows(r, ofProd)...)
+	out = append(out, riverRows(r, ofProd)...)
 	out = append(out, claimRows(r, ofProd)...)
 	return append(out, row{"–", "outbox at the end: delivered / pending / failed", func(m ModeResult) string {
 		return fmt.Sprintf("%s / %d / %d", num(float64(m.Outbox.Delivered)), m.Outbox.Pending, m.Outbox.Failed)

@@ -49,20 +49,9 @@ func startEnv(ctx context.Context, cl *cluster, bin, mode string, vars map[strin
 	if err != nil {
 		return nil, err
 	}
-	logisticsURL, err := cl.create(ctx, mode+"_logistics")
-	if err != nil {
-		return nil, err
-	}
-	common := map[string]string{
-		"API_TOKENS":     "clerk:" + harness.ClerkToken + ",ops:" + harness.OpsToken + ",warehouse:" + harness.WarehouseToken,
-		"WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(harness.SecretKey),
-		"LOG_LEVEL":      "warn", // per-event info lines would fill the harness's in-memory log
-	}
-	maps.Copy(common, vars)
-	if e.logistics, err = prepare(bin, "logistics", with(common, "DATABASE_URL", logisticsURL)); err != nil {
-		return nil, err
-	}
-	if err := e.logistics.Run(readyWithin); err != nil {
+	common := serviceVars(vars)
+	var logisticsURL string
+	if e.logistics, logisticsURL, err = startLogistics(ctx, cl, bin, mode+"_logistics", common); err != nil {
 		return nil, err
 	}
 	if mode == "batch" {
@@ -95,6 +84,35 @@ func startEnv(ctx context.Context, cl *cluster, bin, mode string, vars map[strin
 		return nil, err
 	}
 	return e, nil
+}
+
+// serviceVars is the environment every service process of the benchmark gets: the
+// harness's tokens and webhook secret, warn-level logs, and vars on top.
+func serviceVars(vars map[string]string) map[string]string {
+	common := map[string]string{
+		"API_TOKENS":     "clerk:" + harness.ClerkToken + ",ops:" + harness.OpsToken + ",warehouse:" + harness.WarehouseToken,
+		"WEBHOOK_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(harness.SecretKey),
+		"LOG_LEVEL":      "warn", // per-event info lines would fill the harness's in-memory log
+	}
+	maps.Copy(common, vars)
+	return common
+}
+
+// startLogistics creates the database handoff_bench_<label> and starts logistics on
+// it with common, returning the service and its database's URL once it is ready.
+func startLogistics(ctx context.Context, cl *cluster, bin, label string, common map[string]string) (*harness.Service, string, error) {
+	dbURL, err := cl.create(ctx, label)
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := prepare(bin, "logistics", with(common, "DATABASE_URL", dbURL))
+	if err != nil {
+		return nil, "", err
+	}
+	if err := s.Run(readyWithin); err != nil {
+		return s, "", err
+	}
+	return s, dbURL, nil
 }
 
 func (e *env) connect(ctx context.Context, financeURL, logisticsURL string) error {

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"handoff/e2e/cmd/bench/seed"
+)
+
+// Result is one drain, printed as JSON for cmd/bench.
+type Result struct {
+	// River is the version of github.com/riverqueue/river built in.
+	River      string `json:"river"`
+	MaxWorkers int    `json:"max_workers"`
+	// FetchCooldown is the client's, "100ms (default)" when none was given.
+	FetchCooldown string `json:"fetch_cooldown"`
+	DBConns       int    `json:"db_conns"`
+	Events        int64  `json:"events"`
+	// SecondsToEmpty runs from the insert's commit to the last job's completion;
+	// EventsPerSec is Events over it.
+	SecondsToEmpty float64 `json:"seconds_to_empty"`
+	EventsPerSec   float64 `json:"events_per_sec"`
+	// FirstStartMs is the commit to the first job's start.
+	FirstStartMs float64 `json:"first_start_ms"`
+	// Snoozed counts 409 answers; Errored the jobs that needed more than one attempt
+	// for any other reason.
+	Snoozed int64 `json:"snoozed"`
+	Errored int64 `json:"errored"`
+}
+
+// drain migrates River's tables, starts one client, inserts the seeded events as jobs
+// in one transaction and times them from its commit to the last completion.
+func drain(ctx context.Context, cfg config) (Result, error) {
+	res := Result{River: riverVersion(), MaxWorkers: cfg.maxWorkers, DBConns: cfg.dbConns}
+	res.FetchCooldown = cfg.fetchCooldown.String()
+	if cfg.fetchCooldown == 0 {
+		res.FetchCooldown = river.FetchCooldownDefault.String() + " (default)"
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.database)
+	if err != nil {
+		return res, fmt.Errorf("parse -database: %w", err)
+	}
+	pcfg.MaxConns = int32(cfg.dbConns)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return res, fmt.Errorf("connect: %w", err)
+	}
+	defer pool.Close()
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return res, err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return res, fmt.Errorf("migrate River: %w", err)
+	}
+	worker := newDeliverWorker(cfg.webhook, cfg.secrets, cfg.maxWorkers)
+	workers := river.NewWorkers()
+	river.AddWorker(workers, worker)
+	river.AddWorker(workers, river.WorkFunc(func(context.Context, *river.Job[warmupArgs]) error { return nil }))
+	client, err := river.NewClient(driver, &river.Config{
+		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.maxWorkers}},
+		FetchCooldown: cfg.fetchCooldown,
+		Workers:       workers,
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return res, err
+	}
+	if err := client.Start(ctx); err != nil {
+		return res, fmt.Errorf("start River: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = client.Stop(stopCtx)
+	}()
+	if err := warmUp(ctx, client); err != nil {
+		return res, err
+	}
+	released, total, err := insertEvents(ctx, pool, client, cfg.events)
+	if err != nil {
+		return res, err
+	}
+	if err := waitCompleted(ctx, pool, total); err != nil {
+		return res, err
+	}
+	res.Snoozed = worker.snoozed.Load()
+	return res, stats(ctx, pool, &res, released)
+}
+
+// warmupArgs is a job that does nothing: its completion shows the client fetches.
+type warmupArgs struct{}
+
+func (warmupArgs) Kind() string { return "warmup" }
+
+// warmUp waits until a first job has run, so the drain does not time the client's
+// start.
+func warmUp(ctx context.Context, client *river.Client[pgx.Tx]) error {
+	done, cancel := client.Subscribe(river.EventKindJobCompleted)
+	defer cancel()
+	if _, err := client.Insert(ctx, warmupArgs{}, nil); err != nil {
+		return fmt.Errorf("insert the warm-up job: %w", err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("warm-up: %w", ctx.Err())
+	}
+}
+
+// insertEvents inserts the seeded events as jobs in one transaction, every
+// invoice.issued at priority 1 and every invoice.paid at 2, so River fetches each
+// invoice's first event before its second as handoff's claim does. It returns the
+// database's clock just before the commit and how many jobs it inserted.
+func insertEvents(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], events int) (time.Time, int, error) {
+	var released time.Time
+	rows, err := pool.Query(ctx, `SELECT id::text, event_type, payload, idempotency_key, aggregate_seq, created_at
+		FROM (`+seed.Events+`) AS s`, seed.Invoices(events), "pending")
+	if err != nil {
+		return released, 0, fmt.Errorf("seed: %w", err)
+	}
+	var params []river.InsertManyParams
+	for rows.Next() {
+		var a eventArgs
+		if err := rows.Scan(&a.ID, &a.Type, &a.Data, &a.Key, &a.Sequence, &a.OccurredAt); err != nil {
+			rows.Close()
+			return released, 0, fmt.Errorf("seed: %w", err)
+		}
+		params = append(params, river.InsertManyParams{Args: a, InsertOpts: &river.InsertOpts{Priority: int(a.Sequence)}})
+	}
+	if err := rows.Err(); err != nil {
+		return released, 0, fmt.Errorf("seed: %w", err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return released, 0, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := client.InsertManyTx(ctx, tx, params); err != nil {
+		return released, 0, fmt.Errorf("insert %d jobs: %w", len(params), err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&released); err != nil {
+		return released, 0, err
+	}
+	return released, len(params), tx.Commit(ctx)
+}
+
+// waitCompleted polls until total event jobs are completed, and fails at once when
+// one is discarded or cancelled.
+func waitCompleted(ctx context.Context, pool *pgxpool.Pool, total int) error {
+	for {
+		var completed, dead int
+		err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'completed'),
+				count(*) FILTER (WHERE state IN ('discarded', 'cancelled'))
+			FROM river_job WHERE kind = $1`, eventKind).Scan(&completed, &dead)
+		switch {
+		case err != nil:
+			return fmt.Errorf("wait for the jobs: %w", err)
+		case dead > 0:
+			return fmt.Errorf("%d jobs discarded or cancelled", dead)
+		case completed >= total:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d jobs completed: %w", completed, total, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stats fills res from the completed event jobs.
+func stats(ctx context.Context, pool *pgxpool.Pool, res *Result, released time.Time) error {
+	var first, last *time.Time
+	err := pool.QueryRow(ctx, `SELECT count(*), min(attempted_at), max(finalized_at),
+			count(*) FILTER (WHERE cardinality(errors) > 0)
+		FROM river_job WHERE kind = $1 AND state = 'completed'`, eventKind).
+		Scan(&res.Events, &first, &last, &res.Errored)
+	if err != nil {
+		return fmt.Errorf("drain statistics: %w", err)
+	}
+	if first == nil || last == nil {
+		return errors.New("drain: no job completed")
+	}
+	empty := last.Sub(released)
+	res.SecondsToEmpty = empty.Seconds()
+	res.EventsPerSec = float64(res.Events) / empty.Seconds()
+	res.FirstStartMs = float64(first.Sub(released).Microseconds()) / 1000
+	return nil
+}
+
+// riverVersion is the River module's version in this binary's build information.
+func riverVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == "github.com/riverqueue/river" {
+				return m.Version
+			}
+		}
+	}
+	return "unknown"
+}
