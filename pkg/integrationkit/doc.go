@@ -28,6 +28,9 @@
 //     of the query parameters each route takes.
 //   - cli: the command line of a binary: each command's flags declared once, its
 //     usage on --help and after a mistake (exit status 2), exit statuses by error type.
+//   - command: the skeleton of a service binary: main, one run signature, and the
+//     commands every service has (migrate, retention run, healthcheck, version,
+//     help --json) built once over the binary's configuration.
 //   - pgtest: a fresh, migrated PostgreSQL database per test.
 //   - pager: on-call alerts, deduplicated and rate-limited across replicas in
 //     PostgreSQL, sent to Slack off the delivery path.

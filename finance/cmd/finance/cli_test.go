@@ -24,7 +24,7 @@ import (
 
 // commands lists every command of finance, as Parse finds them.
 func commands() []cli.Command {
-	return env{}.program().Commands
+	return env{}.binary().Program().Commands
 }
 
 // flagsOf returns the names of a command's flags.

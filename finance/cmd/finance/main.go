@@ -5,108 +5,21 @@ package main
 import (
 	"context"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"handoff/pkg/integrationkit/buildinfo"
+	"handoff/migrations"
 	"handoff/pkg/integrationkit/cli"
-	"handoff/pkg/integrationkit/envconf"
-	"handoff/pkg/integrationkit/httpserver"
+	"handoff/pkg/integrationkit/command"
 )
 
-const usage = `finance — invoices, payments, refunds, and the outbox that tells logistics.
-
-Usage:
-  finance serve                  run the API and the dispatcher (migrates first unless
-                                 MIGRATE_ON_START=false)
-  finance migrate up|down|version
-  finance outbox stats [--json]  counts by status (pending: due now, in flight, the
-                                 oldest one's age), circuits, pauses, the latest
-                                 reconciliation
-  finance outbox list [--status=pending|delivered|failed|skipped] [--type=] [--invoice=]
-                      [--from=] [--to=] [--limit=] [--cursor=] [--json]
-                                 events, newest first (--invoice takes INV-004711 or an
-                                 id); a pending event held back by a failed one of its
-                                 invoice says "waiting for <type> #<seq> (failed)"
-  finance outbox show <event-id> [--json]
-                                 one event with every attempt, operator action and its
-                                 payload, and the failed event it waits for
-  finance outbox trace <invoice> [--json]
-                                 the invoice's events, attempts, operator actions and
-                                 logistics' record
-  The actions below need --reason= and are written to the audit log with the OS user
-  (cli:<user>) in the transaction of their change; --dry-run counts what retry or
-  skip by filter would change, changing and recording nothing.
-  finance outbox retry <event-id> --reason=
-  finance outbox retry --status=failed|pending [--type=] [--invoice=] [--from=] [--to=]
-                       [--limit=] --reason= [--dry-run]
-                                 replay: due now, budget reset, history kept
-  finance outbox skip <event-id> --reason=
-  finance outbox skip --status=failed [--type=] [--invoice=] [--from=] [--to=]
-                      [--limit=] --reason= [--dry-run]
-                                 give dead letters up: never sent again, their
-                                 invoices' later events go on
-  finance outbox resend <event-id> --reason=
-                                 send a delivered event again under its key (a
-                                 receiver that has it answers duplicate)
-  finance outbox retarget --from=<old URL> --reason=
-                                 move pending and failed events of an old destination
-                                 to LOGISTICS_WEBHOOK_URL, all due now, budget reset
-  finance outbox pause [--destination=] --reason=
-  finance outbox resume [--destination=] --reason=
-                                 stop or restart deliveries to a destination (default
-                                 LOGISTICS_WEBHOOK_URL) on every replica
-  finance outbox audit [--event=] [--invoice=] [--limit=] [--cursor=] [--json]
-                                 the audit log, newest first
-  finance retention run          archive and purge past their windows now; print counts
-  finance reconcile [--since=1h|<RFC 3339 time>] [--json]
-                                 compare deliveries with logistics' processed events
-                                 (default: the last RECONCILE_WINDOW); exit 0 clean,
-                                 1 discrepancies found, 2 could not reconcile
-  finance healthcheck            exit 0 when the server at HTTP_ADDR answers /readyz
-                                 (the container healthcheck; the image has no curl)
-  finance version                print the build: module version, VCS revision and
-                                 time, Go version
-  finance help [<command>]       this help, or a command's: flags and what it does
-                                 (the same as finance <command> --help)
-  finance help --json            the variables below as JSON (README.md's
-                                 configuration table is made from it)
-
---json prints one JSON document on stdout: snake_case fields, RFC 3339 times in UTC.
-Long commands (retention run, retry and skip by filter, reconcile) say what they do
-on stderr. Exit status: 0 done, 1 failed, 2 a mistake on the command line (an
-unknown command or flag, a bad value, a missing argument), printed on stderr with
-the usage of the command it was made in.
-
-`
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
-	stop()
-	os.Exit(cli.Status("finance", err, os.Stderr))
-}
+func main() { command.Main("finance", run) }
 
 // run executes the command in args with the environment environ ("NAME=value"
 // entries); it returns when the command is done or, for serve, after ctx ends and
 // everything has drained. A command line asking for help prints it to stdout and runs
 // nothing; a mistake on it is a *cli.UsageError (exit status 2), found before the
 // configuration is read. An invalid configuration returns before anything starts.
-func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
-	if len(args) == 2 && args[0] == "help" && args[1] == "--json" {
-		return envconf.WriteJSON(stdout, (&config{}).settings().Program("finance"))
-	}
-	e := env{environ: environ, stdout: stdout, stderr: stderr}
-	call, err := e.program().Parse(args)
-	if err != nil {
-		return err
-	}
-	if call.Help != "" {
-		_, err := io.WriteString(stdout, call.Help)
-		return err
-	}
-	return call.Run(ctx)
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	return env{environ: environ, stdout: stdout, stderr: stderr}.binary().Run(ctx, args)
 }
 
 // env is what a command runs with: the process's environment, which the commands
@@ -117,11 +30,13 @@ type env struct {
 	stdout, stderr io.Writer
 }
 
-// config reads the environment for command (the first word of the command line).
-func (e env) config(command string) (config, error) { return parseConfig(e.environ, command) }
+// config reads the environment for cmd (the first word of the command line).
+func (e env) config(cmd string) (config, error) { return parseConfig(e.environ, cmd) }
 
-// program declares every command of finance with its flags.
-func (e env) program() cli.Program {
+// binary declares finance's command line: its configuration, its migrations and
+// retention jobs, and its own commands; the kit adds migrate, retention run,
+// healthcheck, version and help --json.
+func (e env) binary() command.Binary[config] {
 	cmds := []cli.Command{{
 		Name: "serve", Summary: "run the API and the dispatcher",
 		Help: "Run the API, the dispatcher and the on-call jobs until SIGINT or SIGTERM, then drain.\n" +
@@ -135,22 +50,14 @@ func (e env) program() cli.Program {
 			return serve(ctx, cfg, e.stderr)
 		},
 	}}
-	cmds = append(cmds, e.migrateCommands()...)
 	cmds = append(cmds, e.outboxCommands()...)
-	cmds = append(cmds, e.retentionCommand(), e.reconcileCommand(), cli.Command{
-		Name: "healthcheck", Summary: "exit 0 when the server at HTTP_ADDR answers /readyz",
-		Help: "Exit 0 when the server at HTTP_ADDR answers /readyz, 1 otherwise: the container\n" +
-			"healthcheck (the image has no curl).",
-		Run: func(ctx context.Context, _ []string) error {
-			cfg, err := e.config("healthcheck")
-			if err != nil {
-				return err
-			}
-			return httpserver.Healthcheck(ctx, cfg.HTTPAddr)
-		},
-	}, cli.Command{
-		Name: "version", Summary: "print the build: module version, VCS revision, Go version",
-		Run: func(context.Context, []string) error { return buildinfo.Print(e.stdout, "finance") },
-	})
-	return cli.Program{Name: "finance", Usage: usage, Help: usage + (&config{}).settings().Help(), Commands: cmds}
+	return command.Binary[config]{
+		Name: "finance", Usage: usage, Settings: (&config{}).settings(), Load: e.config,
+		Stdout: e.stdout, Stderr: e.stderr,
+		HTTPAddr:    func(c config) string { return c.HTTPAddr },
+		DatabaseURL: func(c config) string { return c.DatabaseURL },
+		Migrations:  migrations.Finance(),
+		Retention:   retentionRun(),
+		Commands:    append(cmds, e.reconcileCommand()),
+	}
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -12,9 +9,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/finance/internal/invoice"
-	"handoff/pkg/integrationkit/cli"
+	"handoff/pkg/integrationkit/command"
 	"handoff/pkg/integrationkit/idempotency"
-	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/retention"
 )
 
@@ -66,61 +62,18 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
-// retentionCommand is `finance retention run`: every job now, what each does and its
+// retentionRun is `finance retention run`: every job now, what each does and its
 // progress on stderr, one line per table on stdout.
-func (e env) retentionCommand() cli.Command {
-	return cli.Command{
-		Name: "retention run", Summary: "archive and purge past their windows now; print counts",
+func retentionRun() command.Retention[config] {
+	return command.Retention[config]{
+		Summary: "archive and purge past their windows now; print counts",
 		Help: "Run every retention job now, as the RETENTION_SCHEDULE does: move delivered events\n" +
 			"older than RETENTION_OUTBOX_AGE to the archive, delete archived events older than\n" +
 			"RETENTION_ARCHIVE_AGE, old reconciliation reports and Idempotency-Key records past\n" +
 			"RETENTION_IDEMPOTENCY_AGE. Each job says on stderr what it does and how many rows\n" +
 			"so far after each batch of RETENTION_BATCH; stdout gets one line per table.",
-		Run: func(ctx context.Context, _ []string) (err error) {
-			cfg, err := e.config("retention")
-			if err != nil {
-				return err
-			}
-			db, err := pgdb.Open(ctx, cfg.DatabaseURL, 4)
-			if err != nil {
-				return err
-			}
-			defer func() { err = errors.Join(err, db.Close()) }()
-			r, err := newRetention(db, cfg.Oncall.Retention, nil, slog.New(slog.DiscardHandler))
-			if err != nil {
-				return err
-			}
-			return printRetention(retention.WithProgress(ctx, retentionProgress(e.stderr)), r, e.stdout)
+		New: func(db *bun.DB, cfg config) (*retention.Runner, error) {
+			return newRetention(db, cfg.Oncall.Retention, nil, slog.New(slog.DiscardHandler))
 		},
 	}
-}
-
-// retentionProgress tells w what each task of a run does before it starts, and its
-// rows so far after each batch.
-func retentionProgress(w io.Writer) retention.Progress {
-	return retention.Progress{
-		Start: func(t retention.Task) {
-			about := t.About
-			if about == "" {
-				about = "started"
-			}
-			fmt.Fprintf(w, "retention: %s: %s\n", t.Name, about)
-		},
-		Batch: func(task string, rows int64) { fmt.Fprintf(w, "retention: %s: %d rows so far\n", task, rows) },
-	}
-}
-
-// printRetention runs r once and prints what each task did.
-func printRetention(ctx context.Context, r *retention.Runner, stdout io.Writer) error {
-	rep, err := r.RunOnce(ctx)
-	if rep.Skipped {
-		_, werr := fmt.Fprintln(stdout, "skipped: another process is running retention")
-		return errors.Join(err, werr)
-	}
-	for _, c := range rep.Counts {
-		if _, werr := fmt.Fprintf(stdout, "%-28s %d\n", c.Task, c.Rows); werr != nil {
-			return errors.Join(err, werr)
-		}
-	}
-	return err
 }

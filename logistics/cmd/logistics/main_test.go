@@ -67,7 +67,7 @@ func TestMistakesExit2WithTheirUsage(t *testing.T) {
 // without the environment.
 func TestEveryCommandAnswersHelp(t *testing.T) {
 	t.Parallel()
-	for _, c := range program(nil, io.Discard, io.Discard).Commands {
+	for _, c := range binary(nil, io.Discard, io.Discard).Program().Commands {
 		words := strings.Fields(c.Name)
 		var out, again bytes.Buffer
 		require.NoError(t, run(context.Background(), append(words, "--help"), nil, &out, io.Discard), c.Name)

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"handoff/logistics/internal/webhookapi"
+	"handoff/pkg/integrationkit/command"
 	"handoff/pkg/integrationkit/envconf"
-	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/retention"
 	"handoff/pkg/integrationkit/schedule"
 )
@@ -57,30 +54,16 @@ func newRetention(db *bun.DB, c retentionConfig, obs retention.Observer, log *sl
 		Observer: obs, Tasks: []retention.Task{purge}})
 }
 
-// retentionCommand runs `logistics retention run`: the job now, what it does and its
-// rows after each batch on progress, one line per table on stdout.
-func retentionCommand(ctx context.Context, cfg Config, stdout, progress io.Writer) (err error) {
-	db, err := pgdb.Open(ctx, cfg.DatabaseURL, 4)
-	if err != nil {
-		return err
+// retentionRun is `logistics retention run`: the job now, what it does and its rows
+// after each batch on stderr, one line per table on stdout.
+func retentionRun() command.Retention[Config] {
+	return command.Retention[Config]{
+		Summary: "delete processed events past RETENTION_PROCESSED_AGE now",
+		Help: "Delete the processed events older than RETENTION_PROCESSED_AGE now, as the\n" +
+			"RETENTION_SCHEDULE does, in batches of RETENTION_BATCH. Says on stderr what it does\n" +
+			"and how many rows so far after each batch; stdout gets one line per table.",
+		New: func(db *bun.DB, cfg Config) (*retention.Runner, error) {
+			return newRetention(db, cfg.Retention, nil, slog.New(slog.DiscardHandler))
+		},
 	}
-	defer func() { err = errors.Join(err, db.Close()) }()
-	r, err := newRetention(db, cfg.Retention, nil, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
-	}
-	rep, err := r.RunOnce(retention.WithProgress(ctx, retention.Progress{
-		Start: func(t retention.Task) { fmt.Fprintf(progress, "retention: %s: %s\n", t.Name, t.About) },
-		Batch: func(task string, rows int64) { fmt.Fprintf(progress, "retention: %s: %d rows so far\n", task, rows) },
-	}))
-	if rep.Skipped {
-		_, werr := fmt.Fprintln(stdout, "skipped: another process is running retention")
-		return errors.Join(err, werr)
-	}
-	for _, c := range rep.Counts {
-		if _, werr := fmt.Fprintf(stdout, "%-28s %d\n", c.Task, c.Rows); werr != nil {
-			return errors.Join(err, werr)
-		}
-	}
-	return err
 }
