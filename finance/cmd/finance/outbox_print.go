@@ -88,8 +88,11 @@ func printStats(w io.Writer, ov ops.Overview) {
 	tw = newTable(w) // the circuits' columns apart from the counts'
 	for _, c := range ov.Circuits {
 		state := c.State
-		if c.OpenUntil != nil {
+		switch {
+		case c.OpenUntil != nil && c.OpenUntil.After(st.Now):
 			state += " until " + stamp(*c.OpenUntil)
+		case c.OpenUntil != nil:
+			state += " (cool-down over since " + stamp(*c.OpenUntil) + ": the next request probes)"
 		}
 		cells := []string{"circuit", clean(c.Destination, 0), state, strconv.Itoa(c.Failures) + " failures in a row"}
 		if c.PausedAt != nil {
