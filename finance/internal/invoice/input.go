@@ -25,7 +25,7 @@ const (
 	MaxTextLength = 500
 	// DefaultLimit and MaxLimit bound one page of a list.
 	DefaultLimit = 50
-	MaxLimit     = 200
+	MaxLimit     = 500
 )
 
 // NewInvoice is an invoice to issue: either Lines or TotalMinor, not both.

@@ -18,7 +18,7 @@ const Role = "clerk"
 // Register mounts the routes on g (use e.Group("") for the root):
 //
 //	POST /v1/invoices                 issue
-//	GET  /v1/invoices                 list (?status=&customer=&limit=&cursor=)
+//	GET  /v1/invoices                 list (?status=&customer_id=&limit=&cursor=)
 //	GET  /v1/invoices/:id             one invoice
 //	POST /v1/invoices/:id/payments    record a payment
 //	POST /v1/invoices/:id/refunds     refund a paid invoice

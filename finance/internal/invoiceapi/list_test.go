@@ -59,10 +59,12 @@ func TestListFilters(t *testing.T) {
 	a2 := b.issue(t, "cust-a", 100)
 	require.Equal(t, http.StatusCreated, b.pay(t, a1.ID, "pay-1", 100).Code)
 
-	byCustomer := b.list(t, url.Values{"customer": {"cust-a"}})
+	byCustomer := b.list(t, url.Values{"customer_id": {"cust-a"}})
 	require.Len(t, byCustomer.Items, 2)
 	require.Equal(t, a2.ID, byCustomer.Items[0].ID)
 	require.Equal(t, a1.ID, byCustomer.Items[1].ID)
+	require.Equal(t, byCustomer, b.list(t, url.Values{"customer": {"cust-a"}}), "customer, the former name, still reads")
+	require.Equal(t, byCustomer, b.list(t, url.Values{"customer": {"cust-a"}, "customer_id": {"cust-a"}}))
 
 	paid := b.list(t, url.Values{"status": {"paid"}})
 	require.Len(t, paid.Items, 1)
@@ -88,7 +90,8 @@ func TestListRefusesBadQueries(t *testing.T) {
 	b := setup(t)
 	for name, query := range map[string]url.Values{
 		"limit zero":         {"limit": {"0"}},
-		"limit over max":     {"limit": {"201"}},
+		"limit over max":     {"limit": {"501"}},
+		"two customers":      {"customer_id": {"cust-1"}, "customer": {"cust-2"}},
 		"limit not a number": {"limit": {"ten"}},
 		"unknown status":     {"status": {"open"}},
 		"cursor not base64":  {"cursor": {"%%%"}},

@@ -33,13 +33,21 @@ func decodeCursor(s string) (int64, bool) {
 }
 
 // filterParams are the query parameters of the list; the route refuses any other.
-var filterParams = []string{"status", "customer", "limit", "cursor"}
+var filterParams = []string{"status", "customer_id", "customer", "limit", "cursor"}
 
-// parseFilter reads ?status=&customer=&limit=&cursor=. Values that are not even of
-// the right form are refused here; the domain checks the rest.
+// parseFilter reads ?status=&customer_id=&limit=&cursor= (customer is customer_id's
+// former name, still read). Values that are not even of the right form are refused
+// here; the domain checks the rest.
 func parseFilter(q url.Values) (invoice.Filter, error) {
-	f := invoice.Filter{Status: invoice.Status(q.Get("status")), CustomerID: q.Get("customer")}
+	f := invoice.Filter{Status: invoice.Status(q.Get("status")), CustomerID: q.Get("customer_id")}
 	var bad []problem.FieldError
+	if old := q.Get("customer"); q.Has("customer") {
+		if q.Has("customer_id") && old != f.CustomerID {
+			bad = append(bad, problem.FieldError{Field: "customer",
+				Detail: "is customer_id's former name: give one of them, or both alike"})
+		}
+		f.CustomerID = old
+	}
 	if s := q.Get("limit"); q.Has("limit") {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > invoice.MaxLimit {

@@ -32,8 +32,8 @@ func TestStrictParsingRefusesAmbiguousRequests(t *testing.T) {
 		status                   int
 		slug, detail, field      string
 	}{
-		{"unknown query parameter", http.MethodGet, "/v1/invoices?customer_id=cust-strict", "",
-			http.StatusBadRequest, "unknown-parameter", `unknown query parameter "customer_id"`, ""},
+		{"unknown query parameter", http.MethodGet, "/v1/invoices?customer_number=cust-strict", "",
+			http.StatusBadRequest, "unknown-parameter", `unknown query parameter "customer_number"`, ""},
 		{"query parameter in other case", http.MethodGet, "/v1/invoices?Customer=cust-strict", "",
 			http.StatusBadRequest, "unknown-parameter", `unknown query parameter "Customer"`, ""},
 		{"query parameter on one invoice", http.MethodGet, "/v1/invoices/" + inv.ID + "?expand=lines", "",

@@ -22,7 +22,7 @@ import (
 // Page sizes of GET /v1/shipments.
 const (
 	DefaultLimit = 50
-	MaxLimit     = 200
+	MaxLimit     = 500
 )
 
 const (

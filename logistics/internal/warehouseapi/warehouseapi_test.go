@@ -262,7 +262,7 @@ func TestListPagesWithAnOpaqueCursor(t *testing.T) {
 func TestListRejectsBadParameters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, q := range []string{"state=lost", "invoice_id=42", "limit=0", "limit=201", "limit=ten", "limit=-1",
+	for _, q := range []string{"state=lost", "invoice_id=42", "limit=0", "limit=501", "limit=ten", "limit=-1",
 		"cursor=garbage", "cursor=" + url.QueryEscape("czE6MA"), "cursor=" + url.QueryEscape("eDox")} {
 		r := b.get(t, "/v1/shipments?"+q)
 		require.Equal(t, http.StatusBadRequest, r.status, q)
