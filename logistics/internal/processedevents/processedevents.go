@@ -1,7 +1,7 @@
-// Package processed reads logistics' record of the finance events it processed (the
-// inbox table the webhook writes): for operators tracing an invoice, and for finance's
-// reconciliation, which walks the record by receipt time.
-package processed
+// Package processedevents reads logistics' record of the finance events it processed
+// (the inbox table the webhook writes): for operators tracing an invoice, and for
+// finance's reconciliation, which walks the record by receipt time.
+package processedevents
 
 import (
 	"encoding/base64"
