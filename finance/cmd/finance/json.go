@@ -86,7 +86,7 @@ func newStatsDoc(ov ops.Overview) statsDoc {
 	d.OldestPendingAgeSeconds, d.AsOf = st.OldestPendingAge.Seconds(), st.Now.UTC()
 	d.Circuits = make([]circuitDoc, len(ov.Circuits))
 	for i, c := range ov.Circuits {
-		d.Circuits[i] = circuitDoc{Destination: c.Destination, State: c.State, Failures: c.Failures,
+		d.Circuits[i] = circuitDoc{Destination: c.Destination, State: string(c.State), Failures: c.Failures,
 			OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC(), PausedAt: utc(c.PausedAt)}
 	}
 	if r := ov.Reconciliation; r != nil {

@@ -195,7 +195,7 @@ func newStatsJSON(ov ops.Overview) statsJSON {
 }
 
 func newCircuitJSON(c breaker.Circuit) circuitJSON {
-	return circuitJSON{Destination: c.Destination, State: c.State, Failures: c.Failures,
+	return circuitJSON{Destination: c.Destination, State: string(c.State), Failures: c.Failures,
 		OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC(), PausedAt: utc(c.PausedAt)}
 }
 
