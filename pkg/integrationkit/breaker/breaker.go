@@ -16,11 +16,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // State is where a circuit stands; its values are the strings stored in the table.
@@ -54,8 +55,6 @@ type Breaker struct {
 	cfg Config
 }
 
-var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
-
 // New returns a breaker over cfg.Table.
 func New(cfg Config) (*Breaker, error) {
 	cfg.Threshold = cmp.Or(cfg.Threshold, 5)
@@ -63,7 +62,7 @@ func New(cfg Config) (*Breaker, error) {
 	cfg.ProbeLease = cmp.Or(cfg.ProbeLease, 30*time.Second)
 	cfg.PausedWait = cmp.Or(cfg.PausedWait, time.Minute)
 	switch {
-	case !identifier.MatchString(cfg.Table):
+	case !pgdb.ValidIdentifier(cfg.Table):
 		return nil, fmt.Errorf("breaker: table name %q is not a plain lowercase identifier", cfg.Table)
 	case cfg.Threshold < 1:
 		return nil, fmt.Errorf("breaker: Threshold must be at least 1")
