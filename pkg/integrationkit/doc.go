@@ -5,7 +5,7 @@
 // The packages, by job:
 //
 //   - pgdb: open a bun database on pgx, run embedded golang-migrate migrations,
-//     classify PostgreSQL errors.
+//     classify PostgreSQL errors, check the table names the kit's packages are given.
 //   - outbox: enqueue an event in the caller's transaction; claim, lease and settle it;
 //     inspect it and replay dead letters (keeping their history) for operators.
 //   - delivery: the dispatcher that drains an outbox over HTTP (retries, backoff,
@@ -19,8 +19,10 @@
 //   - wire: the limits of every value that crosses the wire (keys, identifiers,
 //     amounts, currency codes), checked alike by the sender and the receiver.
 //   - idempotency: Stripe-style Idempotency-Key middleware for echo.
-//   - problem, auth: problem+json errors, bearer tokens per role (and browser sessions
-//     sealed with them).
+//   - problem, auth: problem+json errors (and the one table per API that maps its
+//     domain errors to them), bearer tokens per role (and browser sessions sealed
+//     with them).
+//   - cursor: the opaque, versioned tokens of keyset paginations.
 //   - envconf: configuration from the environment, each variable declared once with
 //     its default, help and check; every problem of a start reported on one line.
 //   - strict: request input with one meaning: JSON decoding that refuses duplicate

@@ -197,20 +197,24 @@ func loopRate(ctx context.Context, d time.Duration, workers int, window func() f
 	return rate(n1-n0, t1.Sub(t0))
 }
 
-// SQL of finance's Issue and Pay, statement for statement.
+// SQL of finance's Issue and Pay, statement for statement; finance's
+// TestBenchCeilingRunsIssueAndPayStatementForStatement fails when they drift apart.
 const (
 	sqlIssue = `WITH s AS (SELECT nextval(pg_get_serial_sequence('invoices', 'seq')) AS seq)
 		INSERT INTO invoices (id, seq, number, customer_id, currency, total_minor, status, event_seq)
 		OVERRIDING SYSTEM VALUE
 		SELECT $1, s.seq, 'INV-' || lpad(s.seq::text, greatest(6, length(s.seq::text)), '0'), 'ceiling', 'EUR', 12000, 'issued', 1
-		FROM s RETURNING number`
+		FROM s RETURNING seq, number, created_at, updated_at`
 	sqlLine = `INSERT INTO invoice_lines (invoice_id, line_no, description, quantity, unit_price_minor, amount_minor)
 		SELECT $1, * FROM unnest($2::int[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])`
 	sqlOutbox = `WITH ins AS (INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination,
-		aggregate_key, aggregate_seq, correlation_id) VALUES ($1, $2, $3, $4, 'http://127.0.0.1:9/webhooks/finance', $5, $6, '')
+		aggregate_key, aggregate_seq, correlation_id, traceparent)
+		VALUES ($1, $2, $3, $4, 'http://127.0.0.1:9/webhooks/finance', $5, $6, '', NULLIF('', ''))
 		RETURNING 1) SELECT pg_notify('finance_outbox', '') FROM ins`
 	sqlLockInvoice = `SELECT id, seq, number, customer_id, currency, total_minor, paid_minor, status, event_seq,
 		created_at, updated_at FROM invoices WHERE id = $1 FOR UPDATE`
+	sqlPaymentByID = `SELECT payment_id, invoice_id, amount_minor, created_at
+		FROM payments WHERE payment_id = $1`
 	sqlPayment = `INSERT INTO payments (payment_id, invoice_id, amount_minor) VALUES ($1, $2, 12000)
 		ON CONFLICT (payment_id) DO NOTHING RETURNING created_at`
 	sqlSettle = `UPDATE invoices SET paid_minor = 12000, status = 'paid', event_seq = 2, updated_at = now()
@@ -222,9 +226,11 @@ const (
 // producePair issues one invoice and pays it: two producer transactions.
 func producePair(ctx context.Context, db *pgxpool.Pool) error {
 	id := uuid.Must(uuid.NewV7())
+	var seq int64
 	var number string
+	var created, updated time.Time
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, sqlIssue, id).Scan(&number); err != nil {
+		if err := tx.QueryRow(ctx, sqlIssue, id).Scan(&seq, &number, &created, &updated); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, sqlLine, id, []int32{1}, []string{"Pallet"}, []int64{2}, []int64{6000}, []int64{12000}); err != nil {
@@ -244,6 +250,12 @@ func producePair(ctx context.Context, db *pgxpool.Pool) error {
 			return rows.Err()
 		}
 		payment := "pay-" + id.String()
+		if rows, err = tx.Query(ctx, sqlPaymentByID, payment); err != nil {
+			return err
+		}
+		if rows.Close(); rows.Err() != nil {
+			return rows.Err()
+		}
 		var at time.Time
 		if err := tx.QueryRow(ctx, sqlPayment, payment, id).Scan(&at); err != nil {
 			return err

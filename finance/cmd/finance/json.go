@@ -9,7 +9,7 @@ import (
 
 	"handoff/finance/internal/audit"
 	"handoff/finance/internal/insight"
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/ops"
 	"handoff/finance/internal/reconcile"
 	"handoff/pkg/integrationkit/outbox"
@@ -86,7 +86,7 @@ func newStatsDoc(ov ops.Overview) statsDoc {
 	d.OldestPendingAgeSeconds, d.AsOf = st.OldestPendingAge.Seconds(), st.Now.UTC()
 	d.Circuits = make([]circuitDoc, len(ov.Circuits))
 	for i, c := range ov.Circuits {
-		d.Circuits[i] = circuitDoc{Destination: c.Destination, State: c.State, Failures: c.Failures,
+		d.Circuits[i] = circuitDoc{Destination: c.Destination, State: string(c.State), Failures: c.Failures,
 			OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC(), PausedAt: utc(c.PausedAt)}
 	}
 	if r := ov.Reconciliation; r != nil {
@@ -269,7 +269,7 @@ type invoiceDoc struct {
 // logistics has none, or could not be asked (logistics.available is false).
 type traceEventDoc struct {
 	detailDoc
-	Logistics *logisticsops.ProcessedEvent `json:"logistics"`
+	Logistics *logisticsclient.ProcessedEvent `json:"logistics"`
 }
 
 type traceDoc struct {
@@ -278,9 +278,9 @@ type traceDoc struct {
 	Logistics struct {
 		Available bool `json:"available"`
 		// Note says why logistics' record is not available.
-		Note      string                        `json:"note,omitempty"`
-		Processed []logisticsops.ProcessedEvent `json:"processed"`
-		Shipment  *logisticsops.Shipment        `json:"shipment"`
+		Note      string                           `json:"note,omitempty"`
+		Processed []logisticsclient.ProcessedEvent `json:"processed"`
+		Shipment  *logisticsclient.Shipment        `json:"shipment"`
 	} `json:"logistics"`
 }
 
@@ -295,7 +295,7 @@ func newTraceDoc(t ops.Trace, rows []insight.Row) traceDoc {
 			d.Events[i].Logistics = &p
 		}
 	}
-	d.Logistics.Note, d.Logistics.Processed = t.LogisticsNote, []logisticsops.ProcessedEvent{}
+	d.Logistics.Note, d.Logistics.Processed = t.LogisticsNote, []logisticsclient.ProcessedEvent{}
 	if l := t.Logistics; l != nil {
 		d.Logistics.Available = true
 		d.Logistics.Processed = append(d.Logistics.Processed, l.Items...)

@@ -10,7 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/finance/internal/insight"
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/reconcile"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
@@ -121,7 +121,7 @@ func newPager(db *bun.DB, c oncallConfig, guard *egress.Dialer, log *slog.Logger
 // logistics (the CLI shows it).
 func newReconciler(db *bun.DB, c reconcileConfig, guard *egress.Dialer, notifier reconcile.Notifier, log *slog.Logger,
 	progress func(read int)) (*reconcile.Reconciler, func(), error) {
-	client, err := logisticsops.New(logisticsops.Config{BaseURL: c.LogisticsURL, Token: c.OpsToken,
+	client, err := logisticsclient.New(logisticsclient.Config{BaseURL: c.LogisticsURL, Token: c.OpsToken,
 		Timeout: 30 * time.Second, Guard: guard})
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid LOGISTICS_API_URL: %w", err)

@@ -10,7 +10,7 @@ import (
 
 	"handoff/finance/internal/insight"
 	"handoff/finance/internal/invoice"
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/ops"
 	"handoff/finance/internal/opsapi"
 	"handoff/finance/internal/opsweb"
@@ -31,7 +31,7 @@ func newOps(db *bun.DB, cfg config, guard *egress.Dialer, log *slog.Logger) (*op
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid LOGISTICS_WEBHOOK_URL: %w", err)
 	}
-	client, err := logisticsops.New(logisticsops.Config{
+	client, err := logisticsclient.New(logisticsclient.Config{
 		BaseURL: cfg.Oncall.Reconcile.LogisticsURL, Token: cfg.Oncall.Reconcile.OpsToken, Guard: guard,
 	})
 	if err != nil {

@@ -87,7 +87,7 @@ func printStats(w io.Writer, ov ops.Overview) {
 	_ = tw.Flush()
 	tw = newTable(w) // the circuits' columns apart from the counts'
 	for _, c := range ov.Circuits {
-		state := c.State
+		state := string(c.State)
 		switch {
 		case c.OpenUntil != nil && c.OpenUntil.After(st.Now):
 			state += " until " + stamp(*c.OpenUntil)

@@ -5,13 +5,12 @@
 package audit
 
 import (
-	"encoding/base64"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
+
+	"handoff/pkg/integrationkit/cursor"
 )
 
 // The actions an entry records.
@@ -94,29 +93,19 @@ type Cursor struct {
 	ID int64
 }
 
-// cursorPrefix versions the encoding, so it can change without misreading old cursors.
-const cursorPrefix = "a1:"
+// cursorVersion versions the encoding, so it can change without misreading old cursors.
+const cursorVersion = "a1"
 
 // String encodes c as an opaque URL-safe token.
-func (c Cursor) String() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(c.ID, 10)))
-}
+func (c Cursor) String() string { return cursor.EncodeSeq(cursorVersion, c.ID) }
 
 // ErrBadCursor means a token is not a cursor of the audit log.
 var ErrBadCursor = errors.New("audit: not a cursor of this list")
 
 // ParseCursor decodes a token made by Cursor.String, or returns ErrBadCursor.
 func ParseCursor(s string) (Cursor, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return Cursor{}, ErrBadCursor
-	}
-	rest, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	id, ok := cursor.DecodeSeq(s, cursorVersion)
 	if !ok {
-		return Cursor{}, ErrBadCursor
-	}
-	id, err := strconv.ParseInt(rest, 10, 64)
-	if err != nil || id < 1 {
 		return Cursor{}, ErrBadCursor
 	}
 	return Cursor{ID: id}, nil

@@ -12,19 +12,14 @@ import (
 
 // domainProblems maps each domain error to its answer. The slugs are the API's
 // stable contract; clients switch on them.
-var domainProblems = []struct {
-	err    error
-	status int
-	slug   string
-	detail string
-}{
-	{invoice.ErrNotFound, http.StatusNotFound, "invoice-not-found", "no invoice has this id"},
-	{invoice.ErrAlreadyPaid, http.StatusConflict, "invoice-already-paid", "the invoice is already paid or refunded; nothing was recorded"},
-	{invoice.ErrAmountExceedsBalance, http.StatusUnprocessableEntity, "amount-exceeds-balance", "the amount exceeds what remains to be paid on the invoice"},
-	{invoice.ErrPaymentExists, http.StatusConflict, "payment-exists", "a payment with this payment_id is already recorded for another invoice or another amount"},
-	{invoice.ErrNotPaid, http.StatusConflict, "invoice-not-paid", "only a paid invoice can be refunded"},
-	{invoice.ErrAlreadyRefunded, http.StatusConflict, "invoice-already-refunded", "the invoice is already refunded"},
-	{invoice.ErrRefundExists, http.StatusConflict, "refund-exists", "a refund with this refund_id is already recorded for another invoice"},
+var domainProblems = problem.Table{
+	problem.When(invoice.ErrNotFound, http.StatusNotFound, "invoice-not-found", "no invoice has this id"),
+	problem.When(invoice.ErrAlreadyPaid, http.StatusConflict, "invoice-already-paid", "the invoice is already paid or refunded; nothing was recorded"),
+	problem.When(invoice.ErrAmountExceedsBalance, http.StatusUnprocessableEntity, "amount-exceeds-balance", "the amount exceeds what remains to be paid on the invoice"),
+	problem.When(invoice.ErrPaymentExists, http.StatusConflict, "payment-exists", "a payment with this payment_id is already recorded for another invoice or another amount"),
+	problem.When(invoice.ErrNotPaid, http.StatusConflict, "invoice-not-paid", "only a paid invoice can be refunded"),
+	problem.When(invoice.ErrAlreadyRefunded, http.StatusConflict, "invoice-already-refunded", "the invoice is already refunded"),
+	problem.When(invoice.ErrRefundExists, http.StatusConflict, "refund-exists", "a refund with this refund_id is already recorded for another invoice"),
 }
 
 // mapErrors turns the errors a handler returns into problems, in this one place;
@@ -47,10 +42,5 @@ func problemFor(err error) error {
 		}
 		return problem.Invalid("the request is not valid", fields...)
 	}
-	for _, m := range domainProblems {
-		if errors.Is(err, m.err) {
-			return problem.New(m.status, m.slug, m.detail)
-		}
-	}
-	return err
+	return domainProblems.Map(err)
 }

@@ -1,36 +1,22 @@
 package invoiceapi
 
 import (
-	"encoding/base64"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"handoff/finance/internal/invoice"
+	"handoff/pkg/integrationkit/cursor"
 	"handoff/pkg/integrationkit/problem"
 )
 
-// cursorPrefix versions the cursor, so its encoding can change without old
+// cursorVersion versions the cursor, so its encoding can change without old
 // cursors being misread.
-const cursorPrefix = "v1:"
+const cursorVersion = "v1"
 
 // encodeCursor makes the opaque cursor of the page after the invoice with seq.
-func encodeCursor(seq int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(seq, 10)))
-}
+func encodeCursor(seq int64) string { return cursor.EncodeSeq(cursorVersion, seq) }
 
-func decodeCursor(s string) (int64, bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return 0, false
-	}
-	digits, ok := strings.CutPrefix(string(raw), cursorPrefix)
-	if !ok {
-		return 0, false
-	}
-	seq, err := strconv.ParseInt(digits, 10, 64)
-	return seq, err == nil && seq > 0
-}
+func decodeCursor(s string) (int64, bool) { return cursor.DecodeSeq(s, cursorVersion) }
 
 // filterParams are the query parameters of the list; the route refuses any other.
 var filterParams = []string{"status", "customer_id", "customer", "limit", "cursor"}

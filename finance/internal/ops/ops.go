@@ -18,7 +18,7 @@ import (
 
 	"handoff/finance/internal/audit"
 	"handoff/finance/internal/invoice"
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/outbox"
 )
@@ -36,10 +36,10 @@ type Circuits interface {
 	Resume(ctx context.Context, db bun.IDB, dest string) (bool, error)
 }
 
-// Logistics reads logistics' record of finance's events; *logisticsops.Client
+// Logistics reads logistics' record of finance's events; *logisticsclient.Client
 // implements it.
 type Logistics interface {
-	ProcessedEvents(ctx context.Context, q logisticsops.Query) (logisticsops.Page, error)
+	ProcessedEvents(ctx context.Context, q logisticsclient.Query) (logisticsclient.Page, error)
 }
 
 // Archive finds an aggregate's events that retention moved out of the outbox, with

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"handoff/finance/internal/invoice"
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/ops"
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/breaker"
@@ -142,8 +142,8 @@ func TestAggregateKeyResolvesNumbers(t *testing.T) {
 // failingLogistics answers every read of logistics' record with err.
 type failingLogistics struct{ err error }
 
-func (f *failingLogistics) ProcessedEvents(context.Context, logisticsops.Query) (logisticsops.Page, error) {
-	return logisticsops.Page{}, f.err
+func (f *failingLogistics) ProcessedEvents(context.Context, logisticsclient.Query) (logisticsclient.Page, error) {
+	return logisticsclient.Page{}, f.err
 }
 
 // When logistics' record cannot be read, the trace still shows finance's side and
@@ -161,12 +161,12 @@ func TestTraceSaysWhyLogisticsIsUnavailable(t *testing.T) {
 		err  error
 		note string
 	}{
-		{"no token", logisticsops.ErrNotConfigured, "logistics record unavailable: no LOGISTICS_OPS_TOKEN configured"},
-		{"refused by logistics", &logisticsops.StatusError{Status: 403, Type: "forbidden"},
+		{"no token", logisticsclient.ErrNotConfigured, "logistics record unavailable: no LOGISTICS_OPS_TOKEN configured"},
+		{"refused by logistics", &logisticsclient.StatusError{Status: 403, Type: "forbidden"},
 			"logistics record unavailable: logistics answered HTTP 403 (forbidden)"},
-		{"refused by the guard", fmt.Errorf("logisticsops: %w", &egress.BlockedError{Addr: "127.0.0.2:8082", Reason: "loopback"}),
+		{"refused by the guard", fmt.Errorf("logisticsclient: %w", &egress.BlockedError{Addr: "127.0.0.2:8082", Reason: "loopback"}),
 			"logistics record unavailable: the SSRF guard refuses LOGISTICS_API_URL (see OUTBOUND_ALLOW)"},
-		{"no answer", errors.New("logisticsops: connection refused"), "logistics record unavailable: logistics did not answer"},
+		{"no answer", errors.New("logisticsclient: connection refused"), "logistics record unavailable: logistics did not answer"},
 	}
 	for _, c := range cases {
 		logistics.err = c.err

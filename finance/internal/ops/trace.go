@@ -10,7 +10,7 @@ import (
 
 	"handoff/finance/internal/audit"
 	"handoff/finance/internal/invoice"
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
 )
@@ -29,18 +29,18 @@ type Trace struct {
 	Actions map[uuid.UUID][]audit.Entry
 	// Logistics is logistics' record (processed keys and the shipment); nil when it
 	// could not be read, and LogisticsNote says why.
-	Logistics     *logisticsops.Page
+	Logistics     *logisticsclient.Page
 	LogisticsNote string
 }
 
 // Processed returns logistics' record of key, if logistics has one.
-func (t Trace) Processed(key string) (logisticsops.ProcessedEvent, bool) {
+func (t Trace) Processed(key string) (logisticsclient.ProcessedEvent, bool) {
 	if t.Logistics == nil {
-		return logisticsops.ProcessedEvent{}, false
+		return logisticsclient.ProcessedEvent{}, false
 	}
-	i := slices.IndexFunc(t.Logistics.Items, func(p logisticsops.ProcessedEvent) bool { return p.IdempotencyKey == key })
+	i := slices.IndexFunc(t.Logistics.Items, func(p logisticsclient.ProcessedEvent) bool { return p.IdempotencyKey == key })
 	if i < 0 {
-		return logisticsops.ProcessedEvent{}, false
+		return logisticsclient.ProcessedEvent{}, false
 	}
 	return t.Logistics.Items[i], true
 }
@@ -84,15 +84,15 @@ func (s *Service) events(ctx context.Context, key string) ([]outbox.EventDetail,
 
 const unconfigured = "logistics record unavailable: no LOGISTICS_OPS_TOKEN configured"
 
-func (s *Service) logistics(ctx context.Context, invoiceID uuid.UUID) (*logisticsops.Page, string) {
+func (s *Service) logistics(ctx context.Context, invoiceID uuid.UUID) (*logisticsclient.Page, string) {
 	if s.cfg.Logistics == nil {
 		return nil, unconfigured
 	}
-	page, err := s.cfg.Logistics.ProcessedEvents(ctx, logisticsops.Query{InvoiceID: invoiceID, Limit: maxLogisticsRecords})
-	var status *logisticsops.StatusError
+	page, err := s.cfg.Logistics.ProcessedEvents(ctx, logisticsclient.Query{InvoiceID: invoiceID, Limit: maxLogisticsRecords})
+	var status *logisticsclient.StatusError
 	var blocked *egress.BlockedError
 	switch {
-	case errors.Is(err, logisticsops.ErrNotConfigured):
+	case errors.Is(err, logisticsclient.ErrNotConfigured):
 		return nil, unconfigured
 	case errors.As(err, &blocked):
 		s.log.WarnContext(ctx, "read logistics record", "invoice_id", invoiceID, "err", err)

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"handoff/finance/internal/invoice"
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/ops"
 	"handoff/finance/internal/opsapi"
 	"handoff/migrations"
@@ -48,20 +48,20 @@ type logistics struct {
 	err       error
 }
 
-func (l *logistics) ProcessedEvents(_ context.Context, q logisticsops.Query) (logisticsops.Page, error) {
+func (l *logistics) ProcessedEvents(_ context.Context, q logisticsclient.Query) (logisticsclient.Page, error) {
 	if l.err != nil {
-		return logisticsops.Page{}, l.err
+		return logisticsclient.Page{}, l.err
 	}
-	page := logisticsops.Page{Items: []logisticsops.ProcessedEvent{}}
+	page := logisticsclient.Page{Items: []logisticsclient.ProcessedEvent{}}
 	for key, result := range l.processed {
 		if strings.Contains(key, q.InvoiceID.String()) {
-			page.Items = append(page.Items, logisticsops.ProcessedEvent{IdempotencyKey: key, Result: result,
+			page.Items = append(page.Items, logisticsclient.ProcessedEvent{IdempotencyKey: key, Result: result,
 				ReceivedAt: time.Now()})
 		}
 	}
 	if len(page.Items) > 0 {
-		page.Shipment = &logisticsops.Shipment{InvoiceID: q.InvoiceID, State: "awaiting_payment",
-			History: []logisticsops.Change{{To: "awaiting_payment", Cause: "invoice.issued"}}}
+		page.Shipment = &logisticsclient.Shipment{InvoiceID: q.InvoiceID, State: "awaiting_payment",
+			History: []logisticsclient.Change{{To: "awaiting_payment", Cause: "invoice.issued"}}}
 	}
 	return page, nil
 }
@@ -403,13 +403,13 @@ func TestTraceAnswersWhatHappenedToAnInvoice(t *testing.T) {
 	require.Len(t, tr.Logistics.Processed, 1)
 	require.Equal(t, "awaiting_payment", tr.Logistics.Shipment.State)
 
-	b.logistics.err = fmt.Errorf("logisticsops: %w", errors.New("connection refused"))
+	b.logistics.err = fmt.Errorf("logisticsclient: %w", errors.New("connection refused"))
 	b.ok(t, http.MethodGet, "/v1/ops/invoices/"+inv.ID.String()+"/trace", "", &tr)
 	require.False(t, tr.Logistics.Available)
 	require.Contains(t, tr.Logistics.Note, "logistics record unavailable")
 	require.Len(t, tr.Events, 2, "finance's side is shown all the same")
 
-	b.logistics.err = logisticsops.ErrNotConfigured
+	b.logistics.err = logisticsclient.ErrNotConfigured
 	b.ok(t, http.MethodGet, "/v1/ops/invoices/"+strings.TrimPrefix(inv.Number, "INV-")+"/trace", "", &tr)
 	require.Contains(t, tr.Logistics.Note, "LOGISTICS_OPS_TOKEN")
 

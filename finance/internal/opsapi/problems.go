@@ -14,21 +14,16 @@ import (
 
 // domainProblems maps each domain error to its answer. The slugs are the API's
 // stable contract; clients switch on them.
-var domainProblems = []struct {
-	err    error
-	status int
-	slug   string
-	detail string
-}{
-	{outbox.ErrNotFound, http.StatusNotFound, "event-not-found", "no outbox event has this id"},
-	{outbox.ErrDelivered, http.StatusConflict, "event-delivered", "the event is delivered; resend it to send it again"},
-	{outbox.ErrInFlight, http.StatusConflict, "event-in-flight", "a dispatcher is sending the event right now; look again in a moment"},
-	{outbox.ErrSkipped, http.StatusConflict, "event-skipped", "an operator skipped the event; it is never sent again"},
-	{outbox.ErrNotDeadLetter, http.StatusConflict, "event-not-dead-letter", "only a dead letter (status failed) is skipped"},
-	{outbox.ErrNotDelivered, http.StatusConflict, "event-not-delivered", "only a delivered event is resent; retry a failed or pending one"},
-	{ops.ErrPaused, http.StatusConflict, "destination-paused", "the destination is paused already"},
-	{ops.ErrNotPaused, http.StatusConflict, "destination-not-paused", "the destination is not paused"},
-	{invoice.ErrNotFound, http.StatusNotFound, "invoice-not-found", "no invoice has this id or number"},
+var domainProblems = problem.Table{
+	problem.When(outbox.ErrNotFound, http.StatusNotFound, "event-not-found", "no outbox event has this id"),
+	problem.When(outbox.ErrDelivered, http.StatusConflict, "event-delivered", "the event is delivered; resend it to send it again"),
+	problem.When(outbox.ErrInFlight, http.StatusConflict, "event-in-flight", "a dispatcher is sending the event right now; look again in a moment"),
+	problem.When(outbox.ErrSkipped, http.StatusConflict, "event-skipped", "an operator skipped the event; it is never sent again"),
+	problem.When(outbox.ErrNotDeadLetter, http.StatusConflict, "event-not-dead-letter", "only a dead letter (status failed) is skipped"),
+	problem.When(outbox.ErrNotDelivered, http.StatusConflict, "event-not-delivered", "only a delivered event is resent; retry a failed or pending one"),
+	problem.When(ops.ErrPaused, http.StatusConflict, "destination-paused", "the destination is paused already"),
+	problem.When(ops.ErrNotPaused, http.StatusConflict, "destination-not-paused", "the destination is not paused"),
+	problem.When(invoice.ErrNotFound, http.StatusNotFound, "invoice-not-found", "no invoice has this id or number"),
 }
 
 // mapErrors turns the errors a handler returns into problems, in this one place;
@@ -59,10 +54,5 @@ func problemFor(err error) error {
 		}
 		return problem.Invalid("the request is not valid", fields...)
 	}
-	for _, m := range domainProblems {
-		if errors.Is(err, m.err) {
-			return problem.New(m.status, m.slug, m.detail)
-		}
-	}
-	return err
+	return domainProblems.Map(err)
 }

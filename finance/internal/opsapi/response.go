@@ -8,7 +8,7 @@ import (
 
 	"handoff/finance/internal/audit"
 	"handoff/finance/internal/invoice"
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/outbox"
@@ -94,7 +94,7 @@ type detailJSON struct {
 	// Audit are the operator actions that changed the event, oldest first.
 	Audit []auditJSON `json:"audit"`
 	// Logistics is logistics' record of the event's key, in a trace; null when it has none.
-	Logistics *logisticsops.ProcessedEvent `json:"logistics,omitempty"`
+	Logistics *logisticsclient.ProcessedEvent `json:"logistics,omitempty"`
 }
 
 type listJSON struct {
@@ -165,10 +165,10 @@ type traceJSON struct {
 }
 
 type logisticsJSON struct {
-	Available bool                          `json:"available"`
-	Note      string                        `json:"note,omitempty"`
-	Processed []logisticsops.ProcessedEvent `json:"processed"`
-	Shipment  *logisticsops.Shipment        `json:"shipment"`
+	Available bool                             `json:"available"`
+	Note      string                           `json:"note,omitempty"`
+	Processed []logisticsclient.ProcessedEvent `json:"processed"`
+	Shipment  *logisticsclient.Shipment        `json:"shipment"`
 }
 
 func newStatsJSON(ov ops.Overview) statsJSON {
@@ -195,7 +195,7 @@ func newStatsJSON(ov ops.Overview) statsJSON {
 }
 
 func newCircuitJSON(c breaker.Circuit) circuitJSON {
-	return circuitJSON{Destination: c.Destination, State: c.State, Failures: c.Failures,
+	return circuitJSON{Destination: c.Destination, State: string(c.State), Failures: c.Failures,
 		OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC(), PausedAt: utc(c.PausedAt)}
 }
 
@@ -212,7 +212,7 @@ func newEventJSON(ev outbox.StoredEvent) eventJSON {
 
 // newDetailJSON shows an event with its payload, attempts and the operator actions on
 // it, and logistics' record of it when the caller has one.
-func newDetailJSON(d outbox.EventDetail, actions []audit.Entry, processed *logisticsops.ProcessedEvent) detailJSON {
+func newDetailJSON(d outbox.EventDetail, actions []audit.Entry, processed *logisticsclient.ProcessedEvent) detailJSON {
 	out := detailJSON{eventJSON: newEventJSON(d.StoredEvent), AttemptLog: make([]attemptJSON, len(d.AttemptLog)),
 		Audit: newAuditJSON(actions), Logistics: processed}
 	out.Payload = d.Payload
@@ -227,10 +227,10 @@ func newDetailJSON(d outbox.EventDetail, actions []audit.Entry, processed *logis
 func newTraceJSON(t ops.Trace) traceJSON {
 	out := traceJSON{
 		Invoice: newInvoiceJSON(t.Invoice), Events: make([]detailJSON, len(t.Events)),
-		Logistics: logisticsJSON{Note: t.LogisticsNote, Processed: []logisticsops.ProcessedEvent{}},
+		Logistics: logisticsJSON{Note: t.LogisticsNote, Processed: []logisticsclient.ProcessedEvent{}},
 	}
 	for i, d := range t.Events {
-		var rec *logisticsops.ProcessedEvent
+		var rec *logisticsclient.ProcessedEvent
 		if p, ok := t.Processed(d.IdempotencyKey); ok {
 			rec = &p
 		}

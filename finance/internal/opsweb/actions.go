@@ -178,10 +178,8 @@ func refusal(err error) (string, int, bool) {
 	case errors.As(err, &fe):
 		return "The " + fe.Field + " " + fe.Detail + ".", http.StatusBadRequest, true
 	}
-	for _, m := range pageErrors {
-		if m.status == http.StatusConflict && errors.Is(err, m.err) {
-			return m.message + " Nothing was changed or recorded.", http.StatusConflict, true
-		}
+	if r, ok := pageErrors.Match(err); ok && r.Status == http.StatusConflict {
+		return r.Detail + " Nothing was changed or recorded.", http.StatusConflict, true
 	}
 	return "", 0, false
 }

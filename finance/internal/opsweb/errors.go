@@ -12,6 +12,7 @@ import (
 	"handoff/finance/internal/ops"
 	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/problem"
 )
 
 var (
@@ -22,23 +23,20 @@ var (
 )
 
 // pageErrors maps the errors handlers return to the page shown, in this one place.
-var pageErrors = []struct {
-	err     error
-	status  int
-	message string
-}{
-	{errForbidden, http.StatusForbidden, "This request did not come from a dashboard page of this server. Reload the page and try again."},
-	{errMisdirected, http.StatusMisdirectedRequest, "The dashboard is not served under this name. Use the address in DASHBOARD_URL."},
-	{outbox.ErrNotFound, http.StatusNotFound, "No outbox event has this id."},
-	{outbox.ErrDelivered, http.StatusConflict, "The event is delivered; Resend sends it again under its key."},
-	{outbox.ErrSkipped, http.StatusConflict, "An operator skipped this event; it is never sent again."},
-	{outbox.ErrNotDeadLetter, http.StatusConflict, "Only a dead letter (a failed event) can be skipped."},
-	{outbox.ErrNotDelivered, http.StatusConflict, "Only a delivered event can be resent; retry a failed or pending one."},
-	{ops.ErrPaused, http.StatusConflict, "The destination is paused already."},
-	{ops.ErrNotPaused, http.StatusConflict, "The destination is not paused."},
-	{errUnknownDestination, http.StatusNotFound, "The dashboard lists no such destination: not the current one, none with a circuit, none with undelivered events."},
-	{outbox.ErrInFlight, http.StatusConflict, "A dispatcher is sending this event right now. Look again in a moment."},
-	{invoice.ErrNotFound, http.StatusNotFound, "No invoice has this id or number."},
+// The rules leave Slug empty: a page shows its Detail to the operator.
+var pageErrors = problem.Table{
+	problem.When(errForbidden, http.StatusForbidden, "", "This request did not come from a dashboard page of this server. Reload the page and try again."),
+	problem.When(errMisdirected, http.StatusMisdirectedRequest, "", "The dashboard is not served under this name. Use the address in DASHBOARD_URL."),
+	problem.When(outbox.ErrNotFound, http.StatusNotFound, "", "No outbox event has this id."),
+	problem.When(outbox.ErrDelivered, http.StatusConflict, "", "The event is delivered; Resend sends it again under its key."),
+	problem.When(outbox.ErrSkipped, http.StatusConflict, "", "An operator skipped this event; it is never sent again."),
+	problem.When(outbox.ErrNotDeadLetter, http.StatusConflict, "", "Only a dead letter (a failed event) can be skipped."),
+	problem.When(outbox.ErrNotDelivered, http.StatusConflict, "", "Only a delivered event can be resent; retry a failed or pending one."),
+	problem.When(ops.ErrPaused, http.StatusConflict, "", "The destination is paused already."),
+	problem.When(ops.ErrNotPaused, http.StatusConflict, "", "The destination is not paused."),
+	problem.When(errUnknownDestination, http.StatusNotFound, "", "The dashboard lists no such destination: not the current one, none with a circuit, none with undelivered events."),
+	problem.When(outbox.ErrInFlight, http.StatusConflict, "", "A dispatcher is sending this event right now. Look again in a moment."),
+	problem.When(invoice.ErrNotFound, http.StatusNotFound, "", "No invoice has this id or number."),
 }
 
 type errorPage struct {
@@ -88,10 +86,8 @@ func (d *Dashboard) pageFor(c echo.Context, err error) errorPage {
 		return errorPage{Status: http.StatusTooManyRequests, RetryAfter: secs,
 			Message: fmt.Sprintf("Too many wrong tokens %s. Try again in %d seconds.", who, secs)}
 	}
-	for _, m := range pageErrors {
-		if errors.Is(err, m.err) {
-			return errorPage{Status: m.status, Message: m.message}
-		}
+	if r, ok := pageErrors.Match(err); ok {
+		return errorPage{Status: r.Status, Message: r.Detail}
 	}
 	d.cfg.Log.ErrorContext(c.Request().Context(), "dashboard request failed", "err", err,
 		"method", c.Request().Method, "path", c.Path())

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"handoff/finance/internal/audit"
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/outbox"
 )
@@ -118,7 +118,7 @@ type traceRow struct {
 	outbox.EventDetail
 	// Processed is logistics' record of the event's key; nil when it has none, or
 	// when logistics could not be asked (Trace.Logistics is nil).
-	Processed *logisticsops.ProcessedEvent
+	Processed *logisticsclient.ProcessedEvent
 	// WaitingFor is the failed earlier event holding this pending one back.
 	WaitingFor *outbox.StoredEvent
 	// Actions are the operator actions that changed the event, oldest first.

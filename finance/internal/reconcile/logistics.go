@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 )
 
 // pageSize is the largest page logistics' ops API serves.
@@ -14,7 +14,7 @@ const pageSize = 1000
 // OpsAPI reads logistics' processed events through its ops API, walking every page of
 // a window; it implements Logistics.
 type OpsAPI struct {
-	Client *logisticsops.Client
+	Client *logisticsclient.Client
 	// Progress, when set, hears after each page how many processed events have been
 	// read so far, for a person watching a long window.
 	Progress func(read int)
@@ -23,7 +23,7 @@ type OpsAPI struct {
 // Processed returns the keys logistics received in [from, to) with their receipt times.
 func (a OpsAPI) Processed(ctx context.Context, from, to time.Time) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
-	q := logisticsops.Query{From: from, To: to, Limit: pageSize}
+	q := logisticsclient.Query{From: from, To: to, Limit: pageSize}
 	read := 0
 	for {
 		page, err := a.Client.ProcessedEvents(ctx, q)

@@ -16,7 +16,7 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/reconcile"
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/egress"
@@ -72,7 +72,7 @@ func opsAPI(t *testing.T, url string) reconcile.OpsAPI {
 	t.Helper()
 	allow, err := egress.ParseAllowlist("127.0.0.1/32") // the stand-in's address
 	require.NoError(t, err)
-	c, err := logisticsops.New(logisticsops.Config{BaseURL: url, Token: "ops-token",
+	c, err := logisticsclient.New(logisticsclient.Config{BaseURL: url, Token: "ops-token",
 		Guard: egress.New(egress.Config{Allow: allow})})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)

@@ -21,7 +21,7 @@ import (
 	"handoff/pkg/integrationkit/webhook"
 
 	"handoff/logistics/internal/opsapi"
-	"handoff/logistics/internal/processed"
+	"handoff/logistics/internal/processedevents"
 	"handoff/logistics/internal/shipment"
 	"handoff/logistics/internal/warehouseapi"
 	"handoff/logistics/internal/webhookapi"
@@ -92,7 +92,7 @@ func newServer(db *bun.DB, cfg Config, reg *prometheus.Registry, log *slog.Logge
 	}
 	wh.Register(e)
 	warehouseapi.New(shipments, cfg.Tokens).Register(e)
-	opsapi.New(processed.NewStore(db), shipments, cfg.Tokens).Register(e)
+	opsapi.New(processedevents.NewStore(db), shipments, cfg.Tokens).Register(e)
 	if err := apidoc.Register(e, openapi.Logistics()); err != nil {
 		return nil, err
 	}

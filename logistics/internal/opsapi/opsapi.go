@@ -22,16 +22,16 @@ import (
 	"handoff/pkg/integrationkit/problem"
 	"handoff/pkg/integrationkit/strict"
 
-	"handoff/logistics/internal/processed"
+	"handoff/logistics/internal/processedevents"
 	"handoff/logistics/internal/shipment"
 )
 
 // Role is the bearer-token role the API requires.
 const Role = "ops"
 
-// Processed reads the processed-events record; *processed.Store implements it.
+// Processed reads the processed-events record; *processedevents.Store implements it.
 type Processed interface {
-	List(ctx context.Context, f processed.Filter) (processed.Page, error)
+	List(ctx context.Context, f processedevents.Filter) (processedevents.Page, error)
 }
 
 // Shipments finds an invoice's shipment; *shipment.Service implements it.
@@ -65,7 +65,7 @@ func (a *API) processedEvents(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	page, err := a.processed.List(ctx, f)
-	var fe *processed.FilterError
+	var fe *processedevents.FilterError
 	if errors.As(err, &fe) {
 		return problem.Invalid("the query is invalid", problem.FieldError{Field: fe.Field, Detail: fe.Detail})
 	}

@@ -23,7 +23,7 @@ import (
 	"handoff/pkg/integrationkit/pgtest"
 
 	"handoff/logistics/internal/opsapi"
-	"handoff/logistics/internal/processed"
+	"handoff/logistics/internal/processedevents"
 	"handoff/logistics/internal/shipment"
 )
 
@@ -50,7 +50,7 @@ func setup(t *testing.T) bundle {
 	in, err := inbox.New("logistics_processed_events")
 	require.NoError(t, err)
 	e := httpserver.New(slog.New(slog.DiscardHandler))
-	opsapi.New(processed.NewStore(db), svc, tokens).Register(e)
+	opsapi.New(processedevents.NewStore(db), svc, tokens).Register(e)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	return bundle{db: db, svc: svc, inbox: in, url: srv.URL}

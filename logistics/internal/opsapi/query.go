@@ -9,7 +9,7 @@ import (
 
 	"handoff/pkg/integrationkit/problem"
 
-	"handoff/logistics/internal/processed"
+	"handoff/logistics/internal/processedevents"
 )
 
 // queryParams are the query parameters of the list; the route refuses any other.
@@ -17,8 +17,8 @@ var queryParams = []string{"invoice_id", "from", "to", "limit", "cursor"}
 
 // parseQuery reads invoice_id, from, to (RFC 3339), limit and cursor; every bad value
 // is reported at once.
-func parseQuery(q url.Values) (processed.Filter, error) {
-	var f processed.Filter
+func parseQuery(q url.Values) (processedevents.Filter, error) {
+	var f processedevents.Filter
 	var bad []problem.FieldError
 	field := func(name, detail string) { bad = append(bad, problem.FieldError{Field: name, Detail: detail}) }
 	if s := q.Get("invoice_id"); s != "" {
@@ -42,20 +42,20 @@ func parseQuery(q url.Values) (processed.Filter, error) {
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > processed.MaxLimit {
-			field("limit", "must be an integer from 1 to "+strconv.Itoa(processed.MaxLimit))
+		if err != nil || n < 1 || n > processedevents.MaxLimit {
+			field("limit", "must be an integer from 1 to "+strconv.Itoa(processedevents.MaxLimit))
 		}
 		f.Limit = n
 	}
 	if s := q.Get("cursor"); s != "" {
-		c, err := processed.ParseCursor(s)
+		c, err := processedevents.ParseCursor(s)
 		if err != nil {
 			field("cursor", "is not a cursor this API returned")
 		}
 		f.After = &c
 	}
 	if len(bad) > 0 {
-		return processed.Filter{}, problem.Invalid("the query is invalid", bad...)
+		return processedevents.Filter{}, problem.Invalid("the query is invalid", bad...)
 	}
 	return f, nil
 }

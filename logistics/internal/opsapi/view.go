@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"handoff/logistics/internal/processed"
+	"handoff/logistics/internal/processedevents"
 	"handoff/logistics/internal/shipment"
 )
 
@@ -49,7 +49,7 @@ type changeView struct {
 	At             time.Time `json:"at"`
 }
 
-func newListView(p processed.Page) listView {
+func newListView(p processedevents.Page) listView {
 	out := listView{Items: make([]processedView, len(p.Items))}
 	for i, ev := range p.Items {
 		out.Items[i] = processedView{IdempotencyKey: ev.IdempotencyKey, EventID: ev.EventID,

@@ -1,18 +1,16 @@
 package warehouseapi
 
 import (
-	"encoding/base64"
-	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"handoff/pkg/integrationkit/cursor"
 	"handoff/pkg/integrationkit/problem"
 	"handoff/pkg/integrationkit/strict"
 
@@ -26,8 +24,8 @@ const (
 )
 
 const (
-	cursorPrefix = "s1:"
-	maxMoveBody  = 16 << 10
+	cursorVersion = "s1"
+	maxMoveBody   = 16 << 10
 )
 
 // listParams are the query parameters of the list; the route refuses any other.
@@ -64,8 +62,8 @@ func parseListQuery(q url.Values) (listQuery, error) {
 		out.limit = n
 	}
 	if s := q.Get("cursor"); s != "" {
-		after, err := decodeCursor(s)
-		if err != nil {
+		after, ok := cursor.DecodeSeq(s, cursorVersion)
+		if !ok {
 			fields = append(fields, problem.FieldError{Field: "cursor", Detail: "is not a cursor this API returned"})
 		}
 		out.filter.After = after
@@ -77,25 +75,7 @@ func parseListQuery(q url.Values) (listQuery, error) {
 }
 
 // encodeCursor makes the opaque cursor of the page after the shipment with seq.
-func encodeCursor(seq int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(seq, 10)))
-}
-
-func decodeCursor(s string) (int64, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return 0, err
-	}
-	num, ok := strings.CutPrefix(string(raw), cursorPrefix)
-	if !ok {
-		return 0, errors.New("unknown cursor version")
-	}
-	seq, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || seq < 1 {
-		return 0, errors.New("bad cursor position")
-	}
-	return seq, nil
-}
+func encodeCursor(seq int64) string { return cursor.EncodeSeq(cursorVersion, seq) }
 
 // moveRequest is the body of POST /v1/shipments/{id}/transitions.
 type moveRequest struct {

@@ -14,7 +14,7 @@ type Announcement struct {
 	Transition Transition `bun:"last_transition"`
 	// Missed counts the earlier transitions since the last announcement (a circuit
 	// that opened and closed again before anybody announced it has Transition
-	// "closed" and Missed 1).
+	// Recovered and Missed 1).
 	Missed int `bun:"missed"`
 }
 

@@ -16,18 +16,22 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
 )
+
+// State is where a circuit stands; its values are the strings stored in the table.
+type State string
 
 // States of a circuit.
 const (
-	Closed   = "closed"
-	Open     = "open"
-	HalfOpen = "half_open"
+	Closed   State = "closed"
+	Open     State = "open"
+	HalfOpen State = "half_open"
 )
 
 // Config tunes a Breaker; zero fields take the defaults.
@@ -51,8 +55,6 @@ type Breaker struct {
 	cfg Config
 }
 
-var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
-
 // New returns a breaker over cfg.Table.
 func New(cfg Config) (*Breaker, error) {
 	cfg.Threshold = cmp.Or(cfg.Threshold, 5)
@@ -60,7 +62,7 @@ func New(cfg Config) (*Breaker, error) {
 	cfg.ProbeLease = cmp.Or(cfg.ProbeLease, 30*time.Second)
 	cfg.PausedWait = cmp.Or(cfg.PausedWait, time.Minute)
 	switch {
-	case !identifier.MatchString(cfg.Table):
+	case !pgdb.ValidIdentifier(cfg.Table):
 		return nil, fmt.Errorf("breaker: table name %q is not a plain lowercase identifier", cfg.Table)
 	case cfg.Threshold < 1:
 		return nil, fmt.Errorf("breaker: Threshold must be at least 1")
@@ -91,13 +93,18 @@ type Permit struct {
 }
 
 // Transition is a change of circuit state caused by a recorded result ("" for none).
+// It is a type of its own, apart from State: a circuit that is Closed has not
+// necessarily just Recovered.
 type Transition string
 
-// The transitions worth paging about.
+// The transitions worth paging about; the values are those stored as last_transition.
 const (
-	Opened   Transition = "opened"
+	// Opened: the Threshold-th failure in a row opened a closed circuit.
+	Opened Transition = "opened"
+	// Reopened: the probe of a half-open circuit failed.
 	Reopened Transition = "reopened"
-	ClosedT  Transition = "closed"
+	// Recovered: the probe succeeded and the circuit closed again.
+	Recovered Transition = "closed"
 )
 
 // Acquire asks whether a request to dest may go now, in one statement that also reads
@@ -106,7 +113,7 @@ const (
 // half-open by exactly one caller, which gets the probe.
 func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit, error) {
 	var row struct {
-		State      string     `bun:"state"`
+		State      State      `bun:"state"`
 		Generation int64      `bun:"generation"`
 		Probe      *uuid.UUID `bun:"probe"`
 		WaitSecs   *float64   `bun:"wait_secs"`
@@ -156,7 +163,7 @@ func (b *Breaker) Success(ctx context.Context, db bun.IDB, dest string, p Permit
 			last_transition = 'closed'
 			WHERE destination = ? AND probe_token = ?`, bun.Ident(b.cfg.Table), dest, p.token)
 		if n == 1 {
-			return ClosedT, err
+			return Recovered, err
 		}
 		return "", err
 	}
@@ -182,10 +189,10 @@ func (b *Breaker) Failure(ctx context.Context, db bun.IDB, dest string, p Permit
 		}
 		return "", err
 	}
-	var state []string
-	initial := Closed
+	var state []State
+	initial := string(Closed)
 	if b.cfg.Threshold <= 1 {
-		initial = Open
+		initial = string(Open)
 	}
 	err := db.NewRaw(`
 		INSERT INTO ? AS c (destination, failures, state, open_until, generation, last_transition)
@@ -213,8 +220,8 @@ func (b *Breaker) Failure(ctx context.Context, db bun.IDB, dest string, p Permit
 }
 
 // State returns dest's circuit state (Closed when it never failed).
-func (b *Breaker) State(ctx context.Context, db bun.IDB, dest string) (string, error) {
-	var state string
+func (b *Breaker) State(ctx context.Context, db bun.IDB, dest string) (State, error) {
+	var state State
 	err := db.NewRaw(`SELECT state FROM ? WHERE destination = ?`, bun.Ident(b.cfg.Table), dest).Scan(ctx, &state)
 	if isNoRows(err) {
 		return Closed, nil

@@ -73,7 +73,7 @@ func TestCircuitOpensAfterThresholdAndProbesOnce(t *testing.T) {
 	probe = waitProbe(t, db, b, dest)
 	tr, err = b.Success(ctx, db, dest, probe)
 	require.NoError(t, err)
-	require.Equal(t, breaker.ClosedT, tr)
+	require.Equal(t, breaker.Recovered, tr)
 	p, err = b.Acquire(ctx, db, dest)
 	require.NoError(t, err)
 	require.True(t, p.Allowed)

@@ -11,7 +11,7 @@ import (
 // Circuit is one destination's circuit as operators see it.
 type Circuit struct {
 	Destination string    `bun:"destination"`
-	State       string    `bun:"state"`
+	State       State     `bun:"state"`
 	Failures    int       `bun:"failures"`
 	ChangedAt   time.Time `bun:"changed_at"`
 	// OpenUntil is when an open circuit may let a probe through; nil when not open.

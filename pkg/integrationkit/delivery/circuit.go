@@ -111,7 +111,7 @@ func (d *Dispatcher) recordCircuit(ctx context.Context, rec outbox.Record, p bre
 	switch tr {
 	case breaker.Opened, breaker.Reopened:
 		d.log.ErrorContext(ctx, "circuit "+string(tr), "destination", rec.Destination, "event_id", rec.ID)
-	case breaker.ClosedT:
+	case breaker.Recovered:
 		d.hasten(ctx, rec.Destination, outbox.DeferredByCircuit, "circuit closed")
 	}
 }

@@ -65,9 +65,9 @@ func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	type circuit struct {
-		State     string    `bun:"state"`
-		OpenUntil time.Time `bun:"open_until"`
-		ChangedAt time.Time `bun:"changed_at"`
+		State     breaker.State `bun:"state"`
+		OpenUntil time.Time     `bun:"open_until"`
+		ChangedAt time.Time     `bun:"changed_at"`
 	}
 	read := func() (c circuit) {
 		_ = db.NewRaw(`SELECT state, coalesce(open_until, now()) AS open_until, changed_at FROM kit_breakers`).Scan(ctx, &c)
@@ -179,7 +179,7 @@ func TestDeferralAfterTheCircuitClosedIsHastened(t *testing.T) {
 	require.NoError(t, err)
 	obs := &closeOnDeferral{t: t, close: func() error {
 		tr, err := br.Success(ctx, db, srv.URL, probe)
-		if err == nil && tr != breaker.ClosedT {
+		if err == nil && tr != breaker.Recovered {
 			err = fmt.Errorf("the probe's success did not close the circuit: %q", tr)
 		}
 		return err

@@ -39,13 +39,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/auth"
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // Header names of the protocol.
@@ -88,8 +88,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
-
 func (c Config) withDefaults() Config {
 	c.Table = cmp.Or(c.Table, DefaultTable)
 	c.TTL = cmp.Or(c.TTL, DefaultTTL)
@@ -107,7 +105,7 @@ func (c Config) withDefaults() Config {
 // Validate reports the first invalid field of a defaulted config.
 func (c Config) Validate() error {
 	switch {
-	case !identifier.MatchString(c.Table):
+	case !pgdb.ValidIdentifier(c.Table):
 		return fmt.Errorf("idempotency: Table %q is not a plain lowercase identifier", c.Table)
 	case c.TTL < 0:
 		return errors.New("idempotency: TTL must be positive")

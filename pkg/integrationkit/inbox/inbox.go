@@ -31,12 +31,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 
 	"github.com/uptrace/bun"
 	"go.opentelemetry.io/otel/attribute"
 
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/tracing"
 )
 
@@ -89,11 +89,9 @@ type Inbox struct {
 	table string
 }
 
-var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
 // New returns the inbox kept in table.
 func New(table string) (*Inbox, error) {
-	if !identifier.MatchString(table) {
+	if !pgdb.ValidIdentifier(table) {
 		return nil, fmt.Errorf("inbox: table name %q is not a plain lowercase identifier", table)
 	}
 	return &Inbox{table: table}, nil
@@ -224,7 +222,7 @@ func (it Item) validate() error {
 		return fmt.Errorf("%w: key and payload hash are required", ErrInvalidItem)
 	}
 	for n := range it.Columns {
-		if !identifier.MatchString(n) || n == "idempotency_key" || n == "payload_hash" || n == "result" {
+		if !pgdb.ValidIdentifier(n) || n == "idempotency_key" || n == "payload_hash" || n == "result" {
 			return fmt.Errorf("%w: column %q", ErrInvalidItem, n)
 		}
 	}

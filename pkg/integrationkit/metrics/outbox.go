@@ -75,12 +75,12 @@ func (c *OutboxCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, cir := range circuits {
-		for _, s := range []string{breaker.Closed, breaker.Open, breaker.HalfOpen} {
+		for _, s := range []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen} {
 			v := 0.0
 			if s == cir.State {
 				v = 1
 			}
-			ch <- prometheus.MustNewConstMetric(c.circuit, prometheus.GaugeValue, v, cir.Destination, s)
+			ch <- prometheus.MustNewConstMetric(c.circuit, prometheus.GaugeValue, v, cir.Destination, string(s))
 		}
 	}
 }

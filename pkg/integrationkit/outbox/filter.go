@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/cursor"
 )
 
 // Page sizes of List and batch sizes of RetryMatching and SkipMatching.
@@ -101,35 +102,26 @@ type Cursor struct {
 	ID        uuid.UUID
 }
 
-// cursorPrefix versions the encoding, so it can change without misreading old cursors.
-const cursorPrefix = "o1:"
+// cursorVersion versions the encoding, so it can change without misreading old cursors.
+const cursorVersion = "o1"
 
 // String encodes c as an opaque URL-safe token.
 func (c Cursor) String() string {
-	raw := cursorPrefix + strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + ":" + c.ID.String()
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+	return cursor.Encode(cursorVersion, strconv.FormatInt(c.CreatedAt.UnixMicro(), 10), c.ID.String())
 }
 
 // ParseCursor decodes a token made by Cursor.String.
 func ParseCursor(s string) (Cursor, error) {
 	bad := &FilterError{Field: "cursor", Detail: "is not a cursor of this list"}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return Cursor{}, bad
-	}
-	rest, ok := strings.CutPrefix(string(raw), cursorPrefix)
+	fields, ok := cursor.Decode(s, cursorVersion, 2)
 	if !ok {
 		return Cursor{}, bad
 	}
-	micros, id, ok := strings.Cut(rest, ":")
-	if !ok {
-		return Cursor{}, bad
-	}
-	us, err := strconv.ParseInt(micros, 10, 64)
+	us, err := strconv.ParseInt(fields[0], 10, 64)
 	if err != nil {
 		return Cursor{}, bad
 	}
-	uid, err := uuid.Parse(id)
+	uid, err := uuid.Parse(fields[1])
 	if err != nil {
 		return Cursor{}, bad
 	}

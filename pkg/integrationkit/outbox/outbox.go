@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
@@ -72,11 +71,9 @@ type Store struct {
 	sql      statements
 }
 
-var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
-
 // NewStore returns the store of table; NOTIFY goes to a channel of the same name.
 func NewStore(table string) (*Store, error) {
-	if !identifier.MatchString(table) {
+	if !pgdb.ValidIdentifier(table) {
 		return nil, fmt.Errorf("outbox: table name %q is not a plain lowercase identifier", table)
 	}
 	return &Store{table: table, attempts: table + "_attempts", channel: table, sql: newStatements(table)}, nil

@@ -22,11 +22,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // Alert is one occurrence of something on-call must hear about. Occurrences with the
@@ -91,12 +92,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
-
 // Validate reports the first invalid field, by name.
 func (c Config) Validate() error {
 	switch {
-	case !identifier.MatchString(c.Table):
+	case !pgdb.ValidIdentifier(c.Table):
 		return fmt.Errorf("pager: Table %q is not a plain lowercase identifier", c.Table)
 	case c.Gather < 0 || c.Repeat <= 0 || c.SendTimeout <= 0 || c.Poll <= 0:
 		return errors.New("pager: Gather, Repeat, SendTimeout and Poll must be positive")

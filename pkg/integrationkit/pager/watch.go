@@ -50,9 +50,9 @@ type deliveryDebts struct {
 }
 
 var circuitTitles = map[breaker.Transition]string{
-	breaker.Opened:   "circuit opened: deliveries paused",
-	breaker.Reopened: "circuit re-opened: the probe failed",
-	breaker.ClosedT:  "circuit closed: deliveries resumed",
+	breaker.Opened:    "circuit opened: deliveries paused",
+	breaker.Reopened:  "circuit re-opened: the probe failed",
+	breaker.Recovered: "circuit closed: deliveries resumed",
 }
 
 func (d deliveryDebts) TakeOwed(ctx context.Context, tx bun.Tx, limit int) ([]Alert, error) {
@@ -72,7 +72,7 @@ func (d deliveryDebts) TakeOwed(ctx context.Context, tx bun.Tx, limit int) ([]Al
 		return nil, err
 	}
 	for _, a := range ann {
-		if a.Transition == breaker.ClosedT && a.Missed > 0 {
+		if a.Transition == breaker.Recovered && a.Missed > 0 {
 			out = append(out, circuitAlert(a.Destination, breaker.Opened)) // it opened unannounced
 		}
 		out = append(out, circuitAlert(a.Destination, a.Transition))

@@ -70,7 +70,7 @@ func (d debts) open(t *testing.T, dest string, closeToo bool) {
 	}, 5*time.Second, time.Millisecond)
 	tr, err = d.breaker.Success(ctx, d.db, dest, p)
 	require.NoError(t, err)
-	require.Equal(t, breaker.ClosedT, tr)
+	require.Equal(t, breaker.Recovered, tr)
 }
 
 // The dispatcher's dead letters, 401/403 answers and circuit changes, and an old

@@ -130,3 +130,45 @@ func slugFor(status int) string {
 		return "http-" + strconv.Itoa(status)
 	}
 }
+
+// Rule is one row of a Table: the error a handler may return and the answer it gets.
+type Rule struct {
+	// Err is matched with errors.Is.
+	Err    error
+	Status int
+	// Slug is the stable part of the problem type; pages that show Detail to a person
+	// leave it empty.
+	Slug   string
+	Detail string
+}
+
+// When returns the rule answering err with status, slug and detail.
+func When(err error, status int, slug, detail string) Rule {
+	return Rule{Err: err, Status: status, Slug: slug, Detail: detail}
+}
+
+// Table maps the errors handlers return to their answers, in one place per API. The
+// first rule whose Err the error is wins.
+type Table []Rule
+
+// Match returns the first rule whose Err err is.
+func (t Table) Match(err error) (Rule, bool) {
+	for _, r := range t {
+		if errors.Is(err, r.Err) {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// Map returns the problem of the rule err matches, or err itself when no rule does
+// (nil stays nil); the error handler turns an unmatched error into a logged 500.
+func (t Table) Map(err error) error {
+	if err == nil {
+		return nil
+	}
+	if r, ok := t.Match(err); ok {
+		return New(r.Status, r.Slug, r.Detail)
+	}
+	return err
+}

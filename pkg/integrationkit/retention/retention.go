@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -195,11 +194,9 @@ func window(d time.Duration) string {
 	return d.String()
 }
 
-var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,50}$`)
-
 func checkIdents(names ...string) error {
 	for _, n := range names {
-		if !identifier.MatchString(n) {
+		if !pgdb.ValidIdentifier(n) {
 			return fmt.Errorf("retention: %q is not a plain lowercase identifier", n)
 		}
 	}

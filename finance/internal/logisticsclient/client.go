@@ -1,4 +1,4 @@
-// Package logisticsops is finance's client of the logistics ops API: what logistics
+// Package logisticsclient is finance's client of the logistics ops API: what logistics
 // recorded for finance's events (processed keys, their results and receipt times, and
 // an invoice's shipment with its history). The invoice trace reads it; so can
 // reconciliation, which walks a receipt-time window page by page.
@@ -6,7 +6,7 @@
 // It calls a configured URL through the kit's guarded client (egress.NewClient): every
 // address checked by the SSRF guard as it is dialed, a timeout, no redirects followed,
 // no proxy from the environment, and a bounded response.
-package logisticsops
+package logisticsclient
 
 import (
 	"cmp"
@@ -34,7 +34,7 @@ const Path = "/v1/ops/processed-events"
 const maxResponseBytes = 4 << 20
 
 // ErrNotConfigured means no ops token for logistics is configured.
-var ErrNotConfigured = errors.New("logisticsops: no LOGISTICS_OPS_TOKEN configured")
+var ErrNotConfigured = errors.New("logisticsclient: no LOGISTICS_OPS_TOKEN configured")
 
 // StatusError is an answer other than 200 from logistics.
 type StatusError struct {
@@ -75,7 +75,7 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("logisticsops: BaseURL %q is not an absolute http(s) URL", cfg.BaseURL)
+		return nil, fmt.Errorf("logisticsclient: BaseURL %q is not an absolute http(s) URL", cfg.BaseURL)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	return &Client{base: u, token: cfg.Token, http: egress.NewClient(cfg.Guard, egress.ClientConfig{
@@ -126,7 +126,7 @@ func (c *Client) ProcessedEvents(ctx context.Context, q Query) (Page, error) {
 	u.RawQuery = q.values().Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return Page{}, fmt.Errorf("logisticsops: %w", err)
+		return Page{}, fmt.Errorf("logisticsclient: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "application/json")
@@ -135,12 +135,12 @@ func (c *Client) ProcessedEvents(ctx context.Context, q Query) (Page, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return Page{}, fmt.Errorf("logisticsops: %w", err)
+		return Page{}, fmt.Errorf("logisticsclient: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := egress.ReadBody(resp.Body, maxResponseBytes)
 	if err != nil {
-		return Page{}, fmt.Errorf("logisticsops: read answer: %w", err)
+		return Page{}, fmt.Errorf("logisticsclient: read answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var p struct {
@@ -151,7 +151,7 @@ func (c *Client) ProcessedEvents(ctx context.Context, q Query) (Page, error) {
 	}
 	var page Page
 	if err := json.Unmarshal(body, &page); err != nil {
-		return Page{}, fmt.Errorf("logisticsops: decode answer: %w", err)
+		return Page{}, fmt.Errorf("logisticsclient: decode answer: %w", err)
 	}
 	return page, nil
 }

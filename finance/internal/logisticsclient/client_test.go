@@ -1,4 +1,4 @@
-package logisticsops_test
+package logisticsclient_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"handoff/finance/internal/logisticsops"
+	"handoff/finance/internal/logisticsclient"
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/logging"
 )
@@ -33,11 +33,11 @@ func guard(t *testing.T, allow string) *egress.Dialer {
 	return egress.New(egress.Config{Allow: a})
 }
 
-func client(t *testing.T, h http.HandlerFunc, tok string) *logisticsops.Client {
+func client(t *testing.T, h http.HandlerFunc, tok string) *logisticsclient.Client {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	c, err := logisticsops.New(logisticsops.Config{BaseURL: srv.URL + "/", Token: tok, Timeout: time.Second,
+	c, err := logisticsclient.New(logisticsclient.Config{BaseURL: srv.URL + "/", Token: tok, Timeout: time.Second,
 		Guard: guard(t, "127.0.0.1/32")})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
@@ -49,7 +49,7 @@ func TestProcessedEventsSendsTheQueryAndDecodesThePage(t *testing.T) {
 	inv := uuid.New()
 	from := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := client(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != logisticsops.Path || r.Header.Get("Authorization") != "Bearer "+token ||
+		if r.URL.Path != logisticsclient.Path || r.Header.Get("Authorization") != "Bearer "+token ||
 			r.URL.Query().Get("invoice_id") != inv.String() || r.URL.Query().Get("from") != "2030-01-02T03:04:05Z" ||
 			r.URL.Query().Get("limit") != "7" || r.URL.Query().Get("cursor") != "c1" ||
 			r.Header.Get("X-Request-ID") != "corr-1" {
@@ -62,7 +62,7 @@ func TestProcessedEventsSendsTheQueryAndDecodesThePage(t *testing.T) {
 			"shipment":{"state":"waiting","history":[{"from_state":null,"to_state":"waiting","cause":"invoice.paid"}]}}`))
 	}, token)
 	ctx := logging.WithCorrelationID(context.Background(), "corr-1")
-	page, err := c.ProcessedEvents(ctx, logisticsops.Query{InvoiceID: inv, From: from, Limit: 7, Cursor: "c1"})
+	page, err := c.ProcessedEvents(ctx, logisticsclient.Query{InvoiceID: inv, From: from, Limit: 7, Cursor: "c1"})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 1)
 	require.Equal(t, "applied", page.Items[0].Result)
@@ -73,8 +73,8 @@ func TestProcessedEventsSendsTheQueryAndDecodesThePage(t *testing.T) {
 
 func TestProcessedEventsReportsFailures(t *testing.T) {
 	t.Parallel()
-	_, err := client(t, nil, "").ProcessedEvents(context.Background(), logisticsops.Query{})
-	require.ErrorIs(t, err, logisticsops.ErrNotConfigured)
+	_, err := client(t, nil, "").ProcessedEvents(context.Background(), logisticsclient.Query{})
+	require.ErrorIs(t, err, logisticsclient.ErrNotConfigured)
 
 	c := client(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Query().Get("limit") {
@@ -92,29 +92,29 @@ func TestProcessedEventsReportsFailures(t *testing.T) {
 			_, _ = w.Write([]byte(`not json`))
 		}
 	}, token)
-	var se *logisticsops.StatusError
-	_, err = c.ProcessedEvents(context.Background(), logisticsops.Query{Limit: 1})
+	var se *logisticsclient.StatusError
+	_, err = c.ProcessedEvents(context.Background(), logisticsclient.Query{Limit: 1})
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, http.StatusForbidden, se.Status)
 	require.Contains(t, se.Type, "forbidden")
-	_, err = c.ProcessedEvents(context.Background(), logisticsops.Query{Limit: 2})
+	_, err = c.ProcessedEvents(context.Background(), logisticsclient.Query{Limit: 2})
 	require.ErrorAs(t, err, &se, "redirects are never followed")
 	require.Equal(t, http.StatusFound, se.Status)
 	start := time.Now()
-	_, err = c.ProcessedEvents(context.Background(), logisticsops.Query{Limit: 3})
+	_, err = c.ProcessedEvents(context.Background(), logisticsclient.Query{Limit: 3})
 	require.Error(t, err)
 	require.Less(t, time.Since(start), 5*time.Second, "the timeout bounds the call")
-	_, err = c.ProcessedEvents(context.Background(), logisticsops.Query{Limit: 4})
+	_, err = c.ProcessedEvents(context.Background(), logisticsclient.Query{Limit: 4})
 	require.Error(t, err)
 	require.False(t, errors.As(err, &se))
-	_, err = c.ProcessedEvents(context.Background(), logisticsops.Query{Limit: 5})
+	_, err = c.ProcessedEvents(context.Background(), logisticsclient.Query{Limit: 5})
 	require.ErrorIs(t, err, egress.ErrBodyTooLarge, "an answer over 4 MiB is refused, not cut and decoded")
 }
 
 func TestNewRefusesABadURL(t *testing.T) {
 	t.Parallel()
 	for _, u := range []string{"", "127.0.0.1:8082", "ftp://x", "/v1"} {
-		_, err := logisticsops.New(logisticsops.Config{BaseURL: u})
+		_, err := logisticsclient.New(logisticsclient.Config{BaseURL: u})
 		require.ErrorContains(t, err, "BaseURL", u)
 	}
 }
@@ -148,9 +148,9 @@ func TestGuardRefusesBeforeAnyConnection(t *testing.T) {
 		{"no guard given", nil},
 	}
 	for _, tc := range cases {
-		c, err := logisticsops.New(logisticsops.Config{BaseURL: "http://" + trap.Addr().String(), Token: token, Guard: tc.guard})
+		c, err := logisticsclient.New(logisticsclient.Config{BaseURL: "http://" + trap.Addr().String(), Token: token, Guard: tc.guard})
 		require.NoError(t, err)
-		_, err = c.ProcessedEvents(context.Background(), logisticsops.Query{})
+		_, err = c.ProcessedEvents(context.Background(), logisticsclient.Query{})
 		c.Close()
 		var blocked *egress.BlockedError
 		require.ErrorAs(t, err, &blocked, tc.name)

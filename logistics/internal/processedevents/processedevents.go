@@ -1,17 +1,17 @@
-// Package processed reads logistics' record of the finance events it processed (the
-// inbox table the webhook writes): for operators tracing an invoice, and for finance's
-// reconciliation, which walks the record by receipt time.
-package processed
+// Package processedevents reads logistics' record of the finance events it processed
+// (the inbox table the webhook writes): for operators tracing an invoice, and for
+// finance's reconciliation, which walks the record by receipt time.
+package processedevents
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
+
+	"handoff/pkg/integrationkit/cursor"
 )
 
 // Page sizes of List.
@@ -75,25 +75,23 @@ type Cursor struct {
 	Key        string
 }
 
-const cursorPrefix = "p1:"
+// cursorVersion versions the encoding, so it can change without misreading old cursors.
+const cursorVersion = "p1"
 
 // String encodes c as an opaque URL-safe token.
 func (c Cursor) String() string {
-	raw := cursorPrefix + strconv.FormatInt(c.ReceivedAt.UnixMicro(), 10) + ":" + c.Key
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+	return cursor.Encode(cursorVersion, strconv.FormatInt(c.ReceivedAt.UnixMicro(), 10), c.Key)
 }
 
 // ParseCursor decodes a token made by Cursor.String.
 func ParseCursor(s string) (Cursor, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+	fields, ok := cursor.Decode(s, cursorVersion, 2)
+	if !ok {
+		return Cursor{}, errors.New("not a cursor of this list")
+	}
+	us, err := strconv.ParseInt(fields[0], 10, 64)
 	if err != nil {
 		return Cursor{}, errors.New("not a cursor of this list")
 	}
-	rest, ok := strings.CutPrefix(string(raw), cursorPrefix)
-	micros, key, cut := strings.Cut(rest, ":")
-	us, err := strconv.ParseInt(micros, 10, 64)
-	if !ok || !cut || err != nil || key == "" {
-		return Cursor{}, errors.New("not a cursor of this list")
-	}
-	return Cursor{ReceivedAt: time.UnixMicro(us).UTC(), Key: key}, nil
+	return Cursor{ReceivedAt: time.UnixMicro(us).UTC(), Key: fields[1]}, nil
 }

@@ -1,4 +1,4 @@
-package processed
+package processedevents
 
 import (
 	"context"

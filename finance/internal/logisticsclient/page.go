@@ -1,4 +1,4 @@
-package logisticsops
+package logisticsclient
 
 import (
 	"time"

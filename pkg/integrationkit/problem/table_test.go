@@ -1,0 +1,63 @@
+package problem_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"handoff/pkg/integrationkit/problem"
+)
+
+var (
+	errMissing = errors.New("missing")
+	errTaken   = errors.New("taken")
+)
+
+var table = problem.Table{
+	problem.When(errMissing, http.StatusNotFound, "thing-not-found", "no thing has this id"),
+	problem.When(errTaken, http.StatusConflict, "thing-taken", "the thing is taken"),
+}
+
+func TestTableMapsTheFirstMatchingRule(t *testing.T) {
+	t.Parallel()
+	other := errors.New("other")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"nil stays nil", nil, nil},
+		{"a known error", errMissing, problem.New(http.StatusNotFound, "thing-not-found", "no thing has this id")},
+		{"a wrapped one", fmt.Errorf("load: %w", errTaken), problem.New(http.StatusConflict, "thing-taken", "the thing is taken")},
+		{"the first rule of a joined one", errors.Join(errTaken, errMissing), problem.New(http.StatusNotFound, "thing-not-found", "no thing has this id")},
+		{"an unknown one stays itself", other, other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, table.Map(tc.err))
+		})
+	}
+}
+
+func TestTableMatchReturnsTheRule(t *testing.T) {
+	t.Parallel()
+	r, ok := table.Match(fmt.Errorf("wrapped: %w", errTaken))
+	require.True(t, ok)
+	require.Equal(t, http.StatusConflict, r.Status)
+	require.Equal(t, "the thing is taken", r.Detail)
+	_, ok = table.Match(errors.New("other"))
+	require.False(t, ok)
+}
+
+func ExampleTable() {
+	errNotFound := errors.New("invoice not found")
+	answers := problem.Table{
+		problem.When(errNotFound, http.StatusNotFound, "invoice-not-found", "no invoice has this id"),
+	}
+	p := problem.From(answers.Map(fmt.Errorf("load invoice: %w", errNotFound)))
+	fmt.Println(p.Status, p.Type, p.Detail)
+	// Output: 404 https://handoff.dev/problems/invoice-not-found no invoice has this id
+}
