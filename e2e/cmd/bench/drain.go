@@ -50,6 +50,10 @@ func (e *env) seededDrain(ctx context.Context, p plan, replicas, events int) (Dr
 	if err := e.startReplicas(replicas - 1); err != nil {
 		return d, err
 	}
+	cpu0, err := e.cpu(ctx)
+	if err != nil {
+		return d, err
+	}
 	_, released, err := seedEvents(ctx, e.fdb, events, e.dest, "pending")
 	if err != nil {
 		return d, err
@@ -57,7 +61,15 @@ func (e *env) seededDrain(ctx context.Context, p plan, replicas, events int) (Dr
 	if err := e.waitDrained(ctx, p.DrainTimeout); err != nil {
 		return d, err
 	}
-	return d, e.drainStats(ctx, &d, released, time.Time{})
+	cpu1, err := e.cpu(ctx)
+	if err != nil {
+		return d, err
+	}
+	if err := e.drainStats(ctx, &d, released, time.Time{}); err != nil {
+		return d, err
+	}
+	d.CPU = cpu0.perEvent(cpu1, d.Events)
+	return d, nil
 }
 
 // history gives the outbox p.History delivered rows, vacuums it, and times the drain

@@ -59,6 +59,9 @@ type Drain struct {
 	// DeliveryPerSec is Events over first to last delivery, without the wait for the
 	// circuit's probe.
 	DeliveryPerSec float64 `json:"delivery_per_sec"`
+	// CPU is what delivering one event cost (seeded drains only; the seed's insert is
+	// in it).
+	CPU CPU `json:"cpu_per_event,omitzero"`
 }
 
 // saturation runs clerks in a closed loop for p.Saturation and waits for the outbox

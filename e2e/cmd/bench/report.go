@@ -334,12 +334,17 @@ func outageRows(r *Result, ofProd func(float64) float64) []row {
 func scalingRows(r *Result, ofProd func(float64) float64) []row {
 	var out []row
 	for i, n := range []int{1, 2, 4} {
-		out = append(out, row{"4", fmt.Sprintf("%s seeded events drained by %d dispatcher replica(s): events/s (seconds)", num(float64(r.Plan.Scaling)), n),
+		out = append(out, row{"4", fmt.Sprintf("%s seeded events drained by %d dispatcher replica(s): events/s (seconds); CPU ms per event, finance + logistics + PostgreSQL = total", num(float64(r.Plan.Scaling)), n),
 			func(m ModeResult) string {
 				if len(m.Scaling) <= i {
 					return ""
 				}
-				return fmt.Sprintf("%s (%.1f s)", num(m.Scaling[i].EventsPerSec), m.Scaling[i].SecondsToEmpty)
+				d := m.Scaling[i]
+				s := fmt.Sprintf("%s (%.1f s)", num(d.EventsPerSec), d.SecondsToEmpty)
+				if c := d.CPU; c.Total > 0 {
+					s += fmt.Sprintf("; CPU ms/event %.2f + %.2f + %.2f = %.2f", c.Finance, c.Logistics, c.PostgreSQL, c.Total)
+				}
+				return s
 			},
 			func(m ModeResult) float64 {
 				if len(m.Scaling) <= i {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"handoff/pkg/integrationkit/pgdb"
 )
@@ -138,9 +137,7 @@ func (store) list(ctx context.Context, db bun.IDB, f Filter, limit int) ([]Shipm
 // The read must be a later statement than this one: a statement's snapshot predates
 // the locks it waits for.
 func (store) lockInvoices(ctx context.Context, db bun.IDB, invoiceIDs []uuid.UUID) error {
-	_, err := db.NewRaw(`SELECT pg_advisory_xact_lock(k) FROM (
-		SELECT DISTINCT hashtextextended('shipment-invoice:' || id, 0) AS k
-		FROM unnest(?::uuid[]) AS id ORDER BY k) AS locks`, pgdialect.Array(invoiceIDs)).Exec(ctx)
+	_, err := pgdb.Prepared(db).Exec(ctx, sqlLockInvoices, invoiceIDs)
 	if err != nil {
 		return fmt.Errorf("lock invoices: %w", err)
 	}
@@ -152,6 +149,9 @@ func (store) lockInvoices(ctx context.Context, db bun.IDB, invoiceIDs []uuid.UUI
 // connection (pgdb.Prepared) and its plan is reused; bun would write every value into
 // the text, parsed and planned anew each time.
 const (
+	sqlLockInvoices = `SELECT pg_advisory_xact_lock(k) FROM (
+		SELECT DISTINCT hashtextextended('shipment-invoice:' || id, 0) AS k
+		FROM unnest($1::uuid[]) AS id ORDER BY k) AS locks`
 	sqlLockByInvoices = `SELECT id, seq, invoice_id, invoice_number, customer_id, state, version, last_event_seq,
 		created_at, updated_at FROM shipments WHERE invoice_id = ANY($1::uuid[]) ORDER BY invoice_id FOR UPDATE`
 	sqlInsertShipments = `INSERT INTO shipments (id, invoice_id, invoice_number, customer_id, state, version, last_event_seq)

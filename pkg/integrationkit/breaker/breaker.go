@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/pgdb"
@@ -53,6 +54,34 @@ type Config struct {
 // Breaker reads and moves the circuits of one table.
 type Breaker struct {
 	cfg Config
+	sql statements
+}
+
+// statements are the per-request statements, fixed at New so pgx prepares each once
+// per connection (pgdb.Prepared); the rarer ones stay with bun.
+type statements struct {
+	acquire, reset string
+}
+
+func newStatements(table string) statements {
+	t := pgx.Identifier{table}.Sanitize()
+	return statements{
+		// $1 the destination, $2 the probe lease in seconds.
+		acquire: `
+		WITH probe AS (
+			UPDATE ` + t + ` SET state = 'half_open', probe_token = gen_random_uuid(),
+				probe_expires_at = now() + make_interval(secs => $2::float8), changed_at = now()
+			WHERE destination = $1 AND paused_at IS NULL
+			  AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_expires_at <= now()))
+			RETURNING probe_token, generation
+		)
+		SELECT c.state, c.generation, (SELECT probe_token FROM probe) AS probe, c.paused_at IS NOT NULL AS paused,
+		       EXTRACT(EPOCH FROM (CASE WHEN c.state = 'open' THEN c.open_until ELSE c.probe_expires_at END) - now())::float8 AS wait_secs
+		FROM ` + t + ` AS c WHERE c.destination = $1`,
+		// $1 the destination, $2 the permit's generation.
+		reset: `UPDATE ` + t + ` SET failures = 0 WHERE destination = $1 AND state = 'closed'
+			AND generation = $2 AND failures > 0`,
+	}
 }
 
 // New returns a breaker over cfg.Table.
@@ -69,7 +98,7 @@ func New(cfg Config) (*Breaker, error) {
 	case cfg.Cooldown <= 0 || cfg.ProbeLease <= 0 || cfg.PausedWait <= 0:
 		return nil, fmt.Errorf("breaker: Cooldown, ProbeLease and PausedWait must be positive")
 	}
-	return &Breaker{cfg: cfg}, nil
+	return &Breaker{cfg: cfg, sql: newStatements(cfg.Table)}, nil
 }
 
 // Permit is the answer to "may I send to this destination now?".
@@ -113,24 +142,14 @@ const (
 // half-open by exactly one caller, which gets the probe.
 func (b *Breaker) Acquire(ctx context.Context, db bun.IDB, dest string) (Permit, error) {
 	var row struct {
-		State      State      `bun:"state"`
-		Generation int64      `bun:"generation"`
-		Probe      *uuid.UUID `bun:"probe"`
-		WaitSecs   *float64   `bun:"wait_secs"`
-		Paused     bool       `bun:"paused"`
+		State      State
+		Generation int64
+		Probe      *uuid.UUID
+		WaitSecs   *float64
+		Paused     bool
 	}
-	err := db.NewRaw(`
-		WITH probe AS (
-			UPDATE ? SET state = 'half_open', probe_token = gen_random_uuid(),
-				probe_expires_at = now() + make_interval(secs => ?), changed_at = now()
-			WHERE destination = ? AND paused_at IS NULL
-			  AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_expires_at <= now()))
-			RETURNING probe_token, generation
-		)
-		SELECT c.state, c.generation, (SELECT probe_token FROM probe) AS probe, c.paused_at IS NOT NULL AS paused,
-		       EXTRACT(EPOCH FROM (CASE WHEN c.state = 'open' THEN c.open_until ELSE c.probe_expires_at END) - now())::float8 AS wait_secs
-		FROM ? AS c WHERE c.destination = ?`,
-		bun.Ident(b.cfg.Table), b.cfg.ProbeLease.Seconds(), dest, bun.Ident(b.cfg.Table), dest).Scan(ctx, &row)
+	err := pgdb.Prepared(db).QueryRow(ctx, b.sql.acquire, []any{dest, b.cfg.ProbeLease.Seconds()},
+		&row.State, &row.Generation, &row.Probe, &row.Paused, &row.WaitSecs)
 	if err != nil {
 		if isNoRows(err) {
 			return Permit{Allowed: true}, nil // never failed: closed
@@ -170,9 +189,10 @@ func (b *Breaker) Success(ctx context.Context, db bun.IDB, dest string, p Permit
 	// Reset the streak whatever the permit saw: failures recorded while this request
 	// was in flight came before its success, so they are no longer consecutive. The
 	// statement writes nothing when there is no streak to reset.
-	_, err := b.exec(ctx, db, `UPDATE ? SET failures = 0 WHERE destination = ? AND state = 'closed'
-		AND generation = ? AND failures > 0`, bun.Ident(b.cfg.Table), dest, p.generation)
-	return "", err
+	if _, err := pgdb.Prepared(db).Exec(ctx, b.sql.reset, dest, p.generation); err != nil {
+		return "", fmt.Errorf("breaker: %w", err)
+	}
+	return "", nil
 }
 
 // Failure records a retryable failure of dest. The Threshold-th consecutive one opens

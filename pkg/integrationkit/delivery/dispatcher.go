@@ -44,6 +44,7 @@ type Dispatcher struct {
 
 	receivers *receivers
 	wake      chan struct{}
+	settler   *settler // set by Run: settles single requests in flight together
 }
 
 // New returns a dispatcher over store in db, signing requests with signer.
@@ -113,6 +114,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer abort()
 	var inflight sync.WaitGroup
 	slots := make(chan struct{}, d.cfg.Concurrency)
+	// The settler outlives every request: it stops once the last one has settled.
+	d.settler = newSettler(d, func() int { return len(slots) }, d.cfg.Batch)
+	var settling sync.WaitGroup
+	settling.Go(func() { d.settler.run(ctx) })
+	defer func() { close(d.settler.in); settling.Wait() }()
 
 	d.loop(ctx, hard, slots, &inflight)
 

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
+	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/outbox"
@@ -68,7 +71,21 @@ func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record) {
 	}
 	out, v := d.outcome(rec, answerOf(res), res, time.Now())
 	recordOutcome(span, out)
-	if settled := d.settle(settleCtx, []outbox.Settlement{{Record: rec, Outcome: out}}); settled == 1 {
+	item := outbox.Settlement{Record: rec, Outcome: out}
+	if d.settler == nil {
+		if d.settle(settleCtx, []outbox.Settlement{item}) == 1 {
+			d.recordCircuit(settleCtx, rec, permit, v)
+		}
+		return
+	}
+	var reset *breaker.Permit
+	if d.breaker != nil && v == healthy && !permit.Probe {
+		reset = &permit // a plain success: the settler resets the streak for the round
+	}
+	_, settleSpan := d.startSettle(settleCtx, 1)
+	a := d.settler.settle(item, reset)
+	tracing.End(settleSpan, a.err)
+	if d.report(settleCtx, []outbox.Settlement{item}, map[uuid.UUID]bool{rec.ID: a.settled}, a.err) == 1 && !a.reset {
 		d.recordCircuit(settleCtx, rec, permit, v)
 	}
 }
@@ -91,6 +108,12 @@ func (d *Dispatcher) settle(ctx context.Context, items []outbox.Settlement) int 
 	spanCtx, span := d.startSettle(ctx, len(items))
 	settled, err := d.store.SettleMany(spanCtx, d.db, items)
 	tracing.End(span, err)
+	return d.report(ctx, items, settled, err)
+}
+
+// report logs and reports each of items that settled says was settled, after the
+// statement that settled them (err: it failed); it returns how many were settled.
+func (d *Dispatcher) report(ctx context.Context, items []outbox.Settlement, settled map[uuid.UUID]bool, err error) int {
 	if err != nil {
 		d.log.ErrorContext(ctx, "settle failed; the leases will expire and the events be retried", "events", len(items), "err", err)
 		return 0
@@ -105,7 +128,13 @@ func (d *Dispatcher) settle(ctx context.Context, items []outbox.Settlement) int 
 		}
 		d.observer.Settled(ctx, it.Record, it.Outcome)
 	}
-	return len(settled)
+	n := 0
+	for _, ok := range settled {
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 // release gives the records back without an attempt.

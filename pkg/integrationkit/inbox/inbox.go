@@ -32,7 +32,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"go.opentelemetry.io/otel/attribute"
 
@@ -171,16 +174,23 @@ func (in *Inbox) process(ctx context.Context, tx bun.Tx, it Item, apply ApplyFun
 
 // insert claims the key; it reports false when the key is already recorded. A
 // concurrent uncommitted claim of the same key makes it wait for that transaction.
+//
+// The statement's text depends only on the table and the item's column names, and
+// its values are parameters, so pgx prepares it once per connection (pgdb.Prepared):
+// it runs once per request.
 func (in *Inbox) insert(ctx context.Context, tx bun.Tx, it Item) (bool, error) {
 	names := slices.Sorted(maps.Keys(it.Columns))
-	cols := []bun.Ident{"idempotency_key", "payload_hash", "result"}
+	cols := []string{"idempotency_key", "payload_hash", "result"}
+	params := []string{"$1", "$2", "$3"}
 	vals := []any{it.Key, it.PayloadHash, ResultApplied}
 	for _, n := range names {
-		cols = append(cols, bun.Ident(n))
-		vals = append(vals, sqlValue(it.Columns[n]))
+		cols = append(cols, pgx.Identifier{n}.Sanitize())
+		params = append(params, "$"+strconv.Itoa(len(params)+1))
+		vals = append(vals, it.Columns[n])
 	}
-	res, err := tx.NewRaw(`INSERT INTO ? ? VALUES ? ON CONFLICT (idempotency_key) DO NOTHING`,
-		bun.Ident(in.table), bun.Tuple(cols), bun.Tuple(vals)).Exec(ctx)
+	query := `INSERT INTO ` + pgx.Identifier{in.table}.Sanitize() + ` (` + strings.Join(cols, ", ") + `) VALUES (` +
+		strings.Join(params, ", ") + `) ON CONFLICT (idempotency_key) DO NOTHING`
+	res, err := pgdb.Prepared(tx).Exec(ctx, query, vals...)
 	if err != nil {
 		return false, fmt.Errorf("inbox: record key: %w", err)
 	}
