@@ -119,6 +119,17 @@ func (h *history) count(match func(settlement) bool) int {
 	return n
 }
 
+// changes is how many times a circuit made the transition tr.
+func (h *history) changes(tr breaker.Transition) int {
+	n := 0
+	for _, got := range h.transitions {
+		if got == tr {
+			n++
+		}
+	}
+	return n
+}
+
 // isFinal matches an outcome that ends the event's delivery.
 func isFinal(s settlement) bool { return s.out.Status != outbox.StatusPending }
 
