@@ -136,6 +136,16 @@ func isFinal(s settlement) bool { return s.out.Status != outbox.StatusPending }
 // isSent matches an outcome of a request (one attempt row).
 func isSent(s settlement) bool { return s.out.Sent }
 
+// delivered matches a delivery to dest.
+func delivered(dest string) func(settlement) bool {
+	return func(s settlement) bool { return s.rec.Destination == dest && s.out.Status == outbox.StatusDelivered }
+}
+
+// deferred matches a deferral, without a request, for the reason deferredBy.
+func deferred(deferredBy string) func(settlement) bool {
+	return func(s settlement) bool { return !s.out.Sent && s.out.DeferredBy == deferredBy }
+}
+
 // signal wakes whoever waits at each fire: a test's way to wait for what happened
 // instead of polling for it on a tick.
 type signal struct {
