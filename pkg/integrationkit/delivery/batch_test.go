@@ -66,18 +66,23 @@ func (b *batchReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
-func startBatch(t *testing.T, db *bun.DB, store *outbox.Store, owner string, extra delivery.Config) {
+// startBatch runs a batch-mode dispatcher, reporting to obs, until the test ends or
+// until stop, which returns when Run did: once every job it started has finished.
+func startBatch(t *testing.T, db *bun.DB, store *outbox.Store, owner string, extra delivery.Config, obs delivery.Observer) (stop func()) {
 	t.Helper()
 	cfg := extra
 	cfg.Mode, cfg.Owner = delivery.ModeBatch, owner
 	cfg.Backoff = backoff.Schedule{20 * time.Millisecond}
 	cfg.Interval = time.Second
-	d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), cfg, delivery.Deps{Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
+	d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), cfg,
+		delivery.Deps{Log: slog.New(slog.DiscardHandler), Guard: loopback(t), Observer: obs})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	stop = sync.OnceFunc(func() { cancel(); require.NoError(t, <-done) })
+	t.Cleanup(stop)
+	return stop
 }
 
 func TestBatchItemsAreAnsweredOneByOne(t *testing.T) {
@@ -106,7 +111,8 @@ func TestBatchItemsAreAnsweredOneByOne(t *testing.T) {
 			Destination: srv.URL + "/hook", Payload: map[string]string{"k": key}})
 		require.NoError(t, err)
 	}
-	startBatch(t, db, store, "batcher", delivery.Config{})
+	obs := newObserved()
+	startBatch(t, db, store, "batcher", delivery.Config{}, obs)
 	var rows []struct {
 		Key      string `bun:"idempotency_key"`
 		Status   string `bun:"delivery_status"`
@@ -114,17 +120,9 @@ func TestBatchItemsAreAnsweredOneByOne(t *testing.T) {
 		Requests int    `bun:"request_count"`
 		Reason   string `bun:"reason"`
 	}
-	require.Eventually(t, func() bool {
-		rows = nil
-		require.NoError(t, db.NewRaw(`SELECT idempotency_key, delivery_status, delivery_attempts, request_count,
-			coalesce(failed_reason, '') AS reason FROM kit_outbox ORDER BY idempotency_key`).Scan(ctx, &rows))
-		for _, r := range rows {
-			if r.Status == outbox.StatusPending {
-				return false
-			}
-		}
-		return true
-	}, 15*time.Second, 10*time.Millisecond)
+	obs.wait(t, 15*time.Second, "the 5 events settled for good", func(h *history) bool { return len(h.records(isFinal)) == 5 })
+	require.NoError(t, db.NewRaw(`SELECT idempotency_key, delivery_status, delivery_attempts, request_count,
+		coalesce(failed_reason, '') AS reason FROM kit_outbox ORDER BY idempotency_key`).Scan(ctx, &rows))
 	got := map[string]string{}
 	for _, r := range rows {
 		got[r.Key] = fmt.Sprintf("%s attempts=%d requests=%d %s", r.Status, r.Attempts, r.Requests, r.Reason)
@@ -162,14 +160,14 @@ func TestBatchReplicasDeliverEachEventOnceInOrder(t *testing.T) {
 		}
 		return nil
 	}))
+	obs := newObserved()
 	for i := range 3 {
-		startBatch(t, db, store, fmt.Sprintf("replica-%d", i), delivery.Config{Batch: 100, Concurrency: 2})
+		startBatch(t, db, store, fmt.Sprintf("replica-%d", i), delivery.Config{Batch: 100, Concurrency: 2}, obs)
 	}
-	require.Eventually(t, func() bool {
-		var pending int
-		require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE delivery_status <> 'delivered'`).Scan(ctx, &pending))
-		return pending == 0
-	}, 60*time.Second, 20*time.Millisecond)
+	obs.wait(t, 60*time.Second, "the 1000 events settled for good", func(h *history) bool { return len(h.records(isFinal)) == 1000 })
+	var undelivered int
+	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE delivery_status <> 'delivered'`).Scan(ctx, &undelivered))
+	require.Zero(t, undelivered)
 	recv.mu.Lock()
 	defer recv.mu.Unlock()
 	require.Len(t, recv.order, 1000, "each event sent exactly once")

@@ -51,6 +51,7 @@ func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
 	const cooldown = 2500 * time.Millisecond
 	br, err := breaker.New(breaker.Config{Table: "kit_breakers", Threshold: 5, Cooldown: cooldown, ProbeLease: 5 * time.Second})
 	require.NoError(t, err)
+	obs := newObserved()
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	// Four replicas: each holds one of the test pool's connections for LISTEN.
@@ -58,7 +59,7 @@ func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
 		d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
 			Owner: fmt.Sprintf("replica-%d", i), Concurrency: 4, Batch: 10, Interval: 100 * time.Millisecond,
 			Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 1000,
-		}, delivery.Deps{Breaker: br, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
+		}, delivery.Deps{Breaker: br, Observer: obs, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
 		require.NoError(t, err)
 		wg.Go(func() { _ = d.Run(runCtx) })
 	}
@@ -73,15 +74,19 @@ func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
 		_ = db.NewRaw(`SELECT state, coalesce(open_until, now()) AS open_until, changed_at FROM kit_breakers`).Scan(ctx, &c)
 		return c
 	}
-	require.Eventually(t, func() bool { return read().State == breaker.Open }, 10*time.Second, 5*time.Millisecond)
+	// Each transition is reported once its statement committed: the row read just
+	// after it is the window it opened, which lasts a cool-down.
+	obs.wait(t, 10*time.Second, "the circuit opening", func(h *history) bool { return h.changes(breaker.Opened) > 0 })
 	first := read()
+	require.Equal(t, breaker.Open, first.State)
 	// Two more cool-downs: each must see exactly one probe.
 	var windows []circuit
-	for len(windows) < 2 {
-		prev := read().OpenUntil
-		require.Eventually(t, func() bool { c := read(); return c.State == breaker.Open && c.OpenUntil.After(prev) },
-			10*time.Second, 5*time.Millisecond)
-		windows = append(windows, read())
+	for prev, k := first, 1; k <= 2; k++ {
+		obs.wait(t, 10*time.Second, fmt.Sprintf("reopening %d", k), func(h *history) bool { return h.changes(breaker.Reopened) >= k })
+		c := read()
+		require.Equal(t, breaker.Open, c.State)
+		require.True(t, c.OpenUntil.After(prev.OpenUntil), "a new cool-down")
+		windows, prev = append(windows, c), c
 	}
 	cancel()
 	wg.Wait()
@@ -164,12 +169,13 @@ func TestDeferralAfterTheCircuitClosedIsHastened(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	br, err := breaker.New(breaker.Config{Table: "kit_breakers", Threshold: 1, Cooldown: 50 * time.Millisecond, ProbeLease: 30 * time.Second})
+	// A cool-down of a microsecond is over by the next statement's now(): this test is
+	// about the probe, not the wait before it.
+	br, err := breaker.New(breaker.Config{Table: "kit_breakers", Threshold: 1, Cooldown: time.Microsecond, ProbeLease: 30 * time.Second})
 	require.NoError(t, err)
 	tr, err := br.Failure(ctx, db, srv.URL, breaker.Permit{})
 	require.NoError(t, err)
 	require.Equal(t, breaker.Opened, tr)
-	time.Sleep(100 * time.Millisecond)
 	probe, err := br.Acquire(ctx, db, srv.URL) // another replica's probe: half-open for 30 s
 	require.NoError(t, err)
 	require.True(t, probe.Probe)
@@ -234,33 +240,29 @@ func TestBreakerCountsOnlyReceiverFaults(t *testing.T) {
 			}
 			br, err := breaker.New(breaker.Config{Table: "kit_breakers", Threshold: 2, Cooldown: time.Hour, ProbeLease: 5 * time.Second})
 			require.NoError(t, err)
+			obs := newObserved()
 			d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
 				Owner: "replica", Concurrency: 8, Batch: 40, Interval: 100 * time.Millisecond,
 				Timeout: 200 * time.Millisecond, Backoff: backoff.Schedule{10 * time.Millisecond}, MaxAttempts: 1000,
-			}, delivery.Deps{Breaker: br, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
+			}, delivery.Deps{Breaker: br, Observer: obs, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
 			require.NoError(t, err)
 			runCtx, cancel := context.WithCancel(ctx)
 			var wg sync.WaitGroup
 			wg.Go(func() { _ = d.Run(runCtx) })
 			defer func() { cancel(); wg.Wait() }()
 
-			// Wait for well over 40 × 3 answers, then look at the circuit.
-			require.Eventually(t, func() bool {
-				var n int
-				require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox_attempts`).Scan(ctx, &n))
-				return n >= 120 || c.opens
-			}, 20*time.Second, 20*time.Millisecond)
 			if !c.opens {
+				// Wait for well over 40 × 3 answers, then look at the circuit.
+				obs.wait(t, 20*time.Second, "120 answers", func(h *history) bool { return h.count(isSent) >= 120 })
 				state, err := br.State(ctx, db, srv.URL)
 				require.NoError(t, err)
 				require.Equal(t, breaker.Closed, state)
 				return
 			}
-			require.Eventually(t, func() bool {
-				state, err := br.State(ctx, db, srv.URL)
-				require.NoError(t, err)
-				return state == breaker.Open
-			}, 10*time.Second, 20*time.Millisecond)
+			obs.wait(t, 10*time.Second, "the circuit opening", func(h *history) bool { return h.changes(breaker.Opened) > 0 })
+			state, err := br.State(ctx, db, srv.URL)
+			require.NoError(t, err)
+			require.Equal(t, breaker.Open, state)
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
@@ -104,6 +105,8 @@ type bundle struct {
 	store *outbox.Store
 	recv  *receiver
 	url   string
+	// observed hears every dispatcher the bundle runs.
+	observed *observed
 }
 
 func setup(t *testing.T, script ...func(w http.ResponseWriter)) *bundle {
@@ -112,7 +115,7 @@ func setup(t *testing.T, script ...func(w http.ResponseWriter)) *bundle {
 	recv := &receiver{script: script, verifier: webhook.NewVerifier([][]byte{secret})}
 	srv := httptest.NewServer(recv)
 	t.Cleanup(srv.Close)
-	return &bundle{db: db, store: store, recv: recv, url: srv.URL}
+	return &bundle{db: db, store: store, recv: recv, url: srv.URL, observed: newObserved()}
 }
 
 func (b *bundle) enqueue(t *testing.T, aggregate string, seq int64) {
@@ -132,7 +135,8 @@ func (b *bundle) start(t *testing.T, cfg delivery.Config) {
 		cfg.Backoff = backoff.Schedule{20 * time.Millisecond}
 	}
 	d, err := delivery.New(b.db, b.store, webhook.NewSigner([][]byte{secret}), cfg,
-		delivery.Deps{Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), Guard: loopback(t)})
+		delivery.Deps{Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+			Guard: loopback(t), Observer: b.observed})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -161,20 +165,16 @@ func (b *bundle) rows(t *testing.T) []row {
 	return rows
 }
 
-// waitSettled polls until no event is pending, or fails the test.
+// waitSettled waits until the bundle's dispatchers report every event pending now
+// settled for good, or fails the test; it returns the rows then.
 func (b *bundle) waitSettled(t *testing.T, within time.Duration) []row {
 	t.Helper()
-	var rows []row
-	require.Eventually(t, func() bool {
-		rows = b.rows(t)
-		for _, r := range rows {
-			if r.Status == outbox.StatusPending {
-				return false
-			}
-		}
-		return true
-	}, within, 10*time.Millisecond)
-	return rows
+	since := b.observed.outcomes()
+	var pending []uuid.UUID
+	require.NoError(t, b.db.NewRaw(`SELECT id FROM kit_outbox WHERE delivery_status = ?`, outbox.StatusPending).
+		Scan(context.Background(), &pending))
+	b.observed.waitFinal(t, within, since, pending)
+	return b.rows(t)
 }
 
 func TestOutcomesAgainstAScriptedReceiver(t *testing.T) {
@@ -265,10 +265,13 @@ func TestDeadHeadBlocksOnlyItsAggregate(t *testing.T) {
 	b.waitSettled(t, 5*time.Second)
 	b.enqueue(t, "agg-a", 2)
 	b.enqueue(t, "agg-b", 1)
-	require.Eventually(t, func() bool {
-		rows := b.rows(t) // agg-a/1 failed, agg-a/2 pending, agg-b/1 delivered
-		return len(rows) == 3 && rows[0].Status == "failed" && rows[1].Status == "pending" && rows[2].Status == "delivered"
-	}, 5*time.Second, 10*time.Millisecond)
+	b.observed.wait(t, 5*time.Second, "agg-b/1 delivered", func(h *history) bool {
+		return h.count(func(s settlement) bool { return s.rec.AggregateKey == "agg-b" && isFinal(s) }) == 1
+	})
+	rows := b.rows(t)
+	require.Len(t, rows, 3)
+	require.Equal(t, []string{"failed", "pending", "delivered"}, []string{rows[0].Status, rows[1].Status, rows[2].Status},
+		"agg-a/1 failed, agg-a/2 pending behind it, agg-b/1 delivered")
 	require.Len(t, b.recv.seen(), 2, "the blocked event is never sent")
 }
 

@@ -13,12 +13,25 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
+	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/pgtest"
 	"handoff/pkg/integrationkit/webhook"
 )
+
+// settledOnce is an Observer telling the example the first outcome settled.
+type settledOnce chan outbox.Outcome
+
+func (s settledOnce) Settled(_ context.Context, _ outbox.Record, out outbox.Outcome) {
+	select {
+	case s <- out:
+	default: // an observer must not block the dispatcher
+	}
+}
+
+func (settledOnce) CircuitChanged(context.Context, string, breaker.Transition, outbox.Record) {}
 
 // A service writes its business change and the event in one transaction; a
 // dispatcher, woken when it commits, signs the event and delivers it to the
@@ -70,8 +83,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	settled := make(settledOnce, 1)
 	d, err := delivery.New(db, store, webhook.NewSigner(secret), delivery.Config{},
-		delivery.Deps{Log: slog.New(slog.DiscardHandler), Guard: egress.New(egress.Config{Allow: allow})})
+		delivery.Deps{Log: slog.New(slog.DiscardHandler), Guard: egress.New(egress.Config{Allow: allow}), Observer: settled})
 	if err != nil {
 		panic(err)
 	}
@@ -80,13 +94,14 @@ func Example() {
 	go func() { stopped <- d.Run(runCtx) }()
 
 	fmt.Println(<-received)
-	// The answer is settled a moment after the receiver saw the request.
-	deadline := time.Now().Add(10 * time.Second)
-	ev, err := store.Detail(ctx, db, id)
-	for err == nil && ev.Status != outbox.StatusDelivered && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		ev, err = store.Detail(ctx, db, id)
+	// The answer is settled a moment after the receiver saw the request; the observer
+	// hears of it once it is committed.
+	select {
+	case <-settled:
+	case <-time.After(10 * time.Second):
+		panic("not settled within 10 s")
 	}
+	ev, err := store.Detail(ctx, db, id)
 	if err != nil {
 		panic(err)
 	}

@@ -58,8 +58,9 @@ func TestRefusedBatchNeverOutlivesItsLease(t *testing.T) {
 			IdempotencyKey: key, Destination: srv.URL + "/hook", Payload: map[string]int{"i": i}})
 		require.NoError(t, err)
 	}
-	startBatch(t, db, store, "splitter", delivery.Config{Batch: 100,
-		Timeout: time.Second, Lease: 2500 * time.Millisecond})
+	obs := newObserved()
+	stop := startBatch(t, db, store, "splitter", delivery.Config{Batch: 100,
+		Timeout: time.Second, Lease: 2500 * time.Millisecond}, obs)
 
 	describe := func() string {
 		var rows []struct {
@@ -75,17 +76,15 @@ func TestRefusedBatchNeverOutlivesItsLease(t *testing.T) {
 		defer mu.Unlock()
 		return fmt.Sprintf("outbox %+v; receiver %v", rows, requests)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var pending int
-		require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE delivery_status <> 'delivered'`).Scan(ctx, &pending))
-		if pending == 0 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "not all delivered in 30 s: %s", describe())
-		time.Sleep(50 * time.Millisecond)
+	if !obs.await(30*time.Second, func(h *history) bool { return len(h.records(isFinal)) == events }) {
+		t.Fatalf("not all settled in 30 s: %s", describe())
 	}
-	time.Sleep(2 * time.Second) // a job still sending under a lost lease would show now
+	// Run returns once every job it started has finished (or, past ShutdownGrace, was
+	// aborted): a job still sending under a lost lease has shown by then.
+	stop()
+	var undelivered int
+	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE delivery_status <> 'delivered'`).Scan(ctx, &undelivered))
+	require.Zero(t, undelivered, "all delivered: %s", describe())
 
 	var attempts int
 	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox_attempts`).Scan(ctx, &attempts))

@@ -66,6 +66,8 @@ func TestClaimsAndLeasesRunOnTheDatabaseClock(t *testing.T) {
 		require.NoError(t, tx.NewRaw(`SELECT now()`).Scan(ctx, &started))
 		var next time.Time
 		require.NoError(t, b.db.NewRaw(`SELECT next_attempt_at FROM kit_outbox`).Scan(ctx, &next))
+		// A wait for wall-clock time, not for work: nothing happens at the due time
+		// for the kit to report, so both clocks are polled past it.
 		require.Eventually(t, func() bool {
 			var pastDue bool
 			err := b.db.NewRaw(`SELECT clock_timestamp() > next_attempt_at FROM kit_outbox`).Scan(ctx, &pastDue)
@@ -231,7 +233,7 @@ func TestNotifyIsOnlyAWakeUp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, dbURL, store := outboxtest.Setup(t)
-	b := &bundle{db: db, store: store, recv: &receiver{verifier: webhook.NewVerifier([][]byte{secret})}}
+	b := &bundle{db: db, store: store, recv: &receiver{verifier: webhook.NewVerifier([][]byte{secret})}, observed: newObserved()}
 	b.serve(t, b.recv)
 	big := strings.Repeat("p", 100_000)
 	enqueueBig := func(agg string) {
@@ -255,6 +257,8 @@ func TestNotifyIsOnlyAWakeUp(t *testing.T) {
 	b.start(t, delivery.Config{Interval: 500 * time.Millisecond})
 	b.waitSettled(t, 10*time.Second)
 	var terminated bool
+	// The dispatcher reports no LISTEN: the session is polled for until it is there
+	// to be killed (it may still be connecting when the first event is settled).
 	require.Eventually(t, func() bool {
 		err := db.NewRaw(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 			WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`).Scan(ctx, &terminated)

@@ -94,7 +94,7 @@ func deliverWithProxyEnvironment(t *testing.T, port string) {
 		return c
 	}})
 	db, _, store := outboxtest.Setup(t)
-	b := &bundle{db: db, store: store, url: dest}
+	b := &bundle{db: db, store: store, url: dest, observed: newObserved()}
 	b.enqueue(t, "agg-1", 1)
 	b.runWith(t, delivery.Config{}, delivery.Deps{Guard: guard})
 	rows := b.waitSettled(t, 10*time.Second)

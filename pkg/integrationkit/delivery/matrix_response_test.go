@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"handoff/pkg/integrationkit/backoff"
@@ -37,6 +39,11 @@ func (b *bundle) runWith(t *testing.T, cfg delivery.Config, deps delivery.Deps) 
 	if deps.Guard == nil {
 		deps.Guard = loopback(t)
 	}
+	if deps.Observer == nil {
+		deps.Observer = b.observed
+	} else {
+		deps.Observer = delivery.Observers{deps.Observer, b.observed}
+	}
 	d, err := delivery.New(b.db, b.store, webhook.NewSigner([][]byte{secret}), cfg, deps)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -54,19 +61,20 @@ func (b *bundle) serve(t *testing.T, h http.Handler) *httptest.Server {
 	return srv
 }
 
-// waitRequests waits until the first event has been sent n times and is not leased.
+// waitRequests waits until the dispatcher reports the first event's n-th request
+// settled, and returns its row then.
 func (b *bundle) waitRequests(t *testing.T, n int) row {
 	t.Helper()
-	var r row
-	require.Eventually(t, func() bool {
-		rows := b.rows(t)
-		if len(rows) == 0 {
-			return false
-		}
-		r = rows[0]
-		return r.Requests >= n && !r.Leased
-	}, 15*time.Second, 10*time.Millisecond)
-	return r
+	var first uuid.UUID
+	require.NoError(t, b.db.NewRaw(`SELECT id FROM kit_outbox ORDER BY aggregate_key, aggregate_seq LIMIT 1`).
+		Scan(context.Background(), &first))
+	b.observed.wait(t, 15*time.Second, fmt.Sprintf("%d requests of the first event settled", n), func(h *history) bool {
+		return h.count(func(s settlement) bool { return s.rec.ID == first && isSent(s) }) >= n
+	})
+	rows := b.rows(t)
+	require.GreaterOrEqual(t, rows[0].Requests, n)
+	require.False(t, rows[0].Leased, "settled, the lease is given back")
+	return rows[0]
 }
 
 // attempt is one row of the attempt log.

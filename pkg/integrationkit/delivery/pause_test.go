@@ -96,13 +96,16 @@ func TestPausedDestinationGetsNoRequestUntilResumed(t *testing.T) {
 	changed, err := p.br.Pause(p.ctx, p.db, p.a)
 	require.NoError(t, err)
 	require.True(t, changed)
-	p.dispatch(nil, 2)
+	obs := newObserved()
+	p.dispatch(obs, 2)
 	p.enqueue(t, p.a, "a", 10)
 	p.enqueue(t, p.b, "b", 10)
 
-	require.Eventually(t, func() bool {
-		return p.gotB.Load() == 10 && p.count(t, `deferred_by = ?`, outbox.DeferredByPause) == 10
-	}, 10*time.Second, 10*time.Millisecond)
+	obs.wait(t, 10*time.Second, "b's events delivered, a's deferred", func(h *history) bool {
+		return len(h.records(delivered(p.b))) == 10 && len(h.records(deferred(outbox.DeferredByPause))) == 10
+	})
+	require.EqualValues(t, 10, p.gotB.Load())
+	require.Equal(t, 10, p.count(t, `deferred_by = ?`, outbox.DeferredByPause))
 	require.Zero(t, p.gotA.Load(), "nothing reached the paused destination")
 	require.Zero(t, p.count(t, `destination = ? AND (request_count > 0 OR delivery_attempts > 0)`, p.a),
 		"no request, no attempt spent")
@@ -117,9 +120,9 @@ func TestPausedDestinationGetsNoRequestUntilResumed(t *testing.T) {
 		return p.store.Notify(ctx, tx)
 	})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		return p.gotA.Load() == 10 && p.count(t, `delivery_status = 'delivered'`) == 20
-	}, 5*time.Second, 10*time.Millisecond)
+	obs.wait(t, 5*time.Second, "a's events delivered", func(h *history) bool { return len(h.records(delivered(p.a))) == 10 })
+	require.EqualValues(t, 10, p.gotA.Load())
+	require.Equal(t, 20, p.count(t, `delivery_status = 'delivered'`))
 }
 
 // resumeOnDeferral resumes the destination right after the first event is deferred for
@@ -149,9 +152,11 @@ func TestDeferralAfterTheResumeIsHastened(t *testing.T) {
 	_, err := p.br.Pause(p.ctx, p.db, p.a)
 	require.NoError(t, err)
 	p.enqueue(t, p.a, "a", 1)
-	p.dispatch(&resumeOnDeferral{t: t, resume: func() error {
+	obs := newObserved()
+	p.dispatch(delivery.Observers{&resumeOnDeferral{t: t, resume: func() error {
 		_, err := p.br.Resume(p.ctx, p.db, p.a)
 		return err
-	}}, 1)
-	require.Eventually(t, func() bool { return p.gotA.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
+	}}, obs}, 1)
+	obs.wait(t, 5*time.Second, "the event delivered", func(h *history) bool { return len(h.records(delivered(p.a))) == 1 })
+	require.EqualValues(t, 1, p.gotA.Load())
 }

@@ -106,17 +106,15 @@ func TestBatchRefusalFallsBack(t *testing.T) {
 					IdempotencyKey: key, Destination: srv.URL + "/hook", Payload: map[string]int{"i": i}})
 				require.NoError(t, err)
 			}
-			startBatch(t, db, store, "batcher", delivery.Config{Batch: 100})
+			obs := newObserved()
+			startBatch(t, db, store, "batcher", delivery.Config{Batch: 100}, obs)
+			obs.wait(t, 15*time.Second, "every event settled for good", func(h *history) bool { return len(h.records(isFinal)) == events })
 			var counts []struct {
 				Status string `bun:"delivery_status"`
 				N      int    `bun:"n"`
 			}
-			require.Eventually(t, func() bool {
-				counts = nil
-				require.NoError(t, db.NewRaw(`SELECT delivery_status, count(*) AS n FROM kit_outbox
-					GROUP BY 1`).Scan(ctx, &counts))
-				return len(counts) == 1 && counts[0].Status != outbox.StatusPending
-			}, 15*time.Second, 10*time.Millisecond)
+			require.NoError(t, db.NewRaw(`SELECT delivery_status, count(*) AS n FROM kit_outbox GROUP BY 1`).Scan(ctx, &counts))
+			require.Len(t, counts, 1, "every event delivered, none failed: %+v", counts)
 			require.Equal(t, outbox.StatusDelivered, counts[0].Status, "every event delivered, none failed")
 			var attempts int
 			require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox_attempts`).Scan(ctx, &attempts))

@@ -39,13 +39,26 @@ type traceBundle struct {
 
 	mu      sync.Mutex
 	headers []string // the traceparent of each request, "" when absent
+	// changed fires at each span exported and each request received.
+	changed signal
+}
+
+// signalling exports into memory, then fires.
+type signalling struct {
+	*tracetest.InMemoryExporter
+	exported *signal
+}
+
+func (e signalling) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	defer e.exported.fire()
+	return e.InMemoryExporter.ExportSpans(ctx, spans)
 }
 
 func setupTrace(t *testing.T) *traceBundle {
 	t.Helper()
 	db, _, store := outboxtest.Setup(t)
 	b := &traceBundle{db: db, store: store, spans: tracetest.NewInMemoryExporter()}
-	b.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(b.spans))
+	b.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(signalling{InMemoryExporter: b.spans, exported: &b.changed}))
 	t.Cleanup(func() { require.NoError(t, b.tp.Shutdown(context.Background())) })
 	srv := httptest.NewServer(http.HandlerFunc(b.receive))
 	t.Cleanup(srv.Close)
@@ -62,6 +75,7 @@ func (b *traceBundle) receive(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	b.headers = append(b.headers, r.Header.Get(tracing.HeaderTraceparent))
 	b.mu.Unlock()
+	b.changed.fire()
 	_, span := b.tp.Tracer("receiver").Start(tracing.Extract(r.Context(), r.Header), "receive",
 		trace.WithSpanKind(trace.SpanKindServer))
 	defer span.End()
@@ -116,14 +130,16 @@ func (b *traceBundle) run(t *testing.T, mode string, tp trace.TracerProvider) {
 	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
 }
 
-// waitFor polls until the exporter holds n spans named name and returns every span.
+// waitFor waits until the exporter holds n spans named name and returns every span.
 func (b *traceBundle) waitFor(t *testing.T, name string, n int) tracetest.SpanStubs {
 	t.Helper()
 	var spans tracetest.SpanStubs
-	require.Eventually(t, func() bool {
+	if !b.changed.await(10*time.Second, func() bool {
 		spans = b.spans.GetSpans()
 		return len(named(spans, name)) >= n
-	}, 10*time.Second, 10*time.Millisecond, "%d %q spans", n, name)
+	}) {
+		t.Fatalf("no %d %q spans within 10 s", n, name)
+	}
 	return spans
 }
 
@@ -234,7 +250,7 @@ func TestUntracedDispatcherPassesTheStoredContextOn(t *testing.T) {
 	require.Equal(t, "NULL", stored[1], "written untraced")
 	b.run(t, delivery.ModeSingle, nil)
 
-	require.Eventually(t, func() bool { return len(b.traceparents()) == 2 }, 10*time.Second, 10*time.Millisecond)
+	require.True(t, b.changed.await(10*time.Second, func() bool { return len(b.traceparents()) == 2 }), "two requests within 10 s")
 	require.ElementsMatch(t, []string{stored[0], ""}, b.traceparents())
 	spans := b.spans.GetSpans()
 	require.Empty(t, named(spans, "delivery.deliver"))
