@@ -24,8 +24,8 @@ func TestAmbiguousRequestsAreRefused(t *testing.T) {
 		body              any
 		slug, detail      string
 	}{
-		{"unknown query parameter", http.MethodGet, env.Finance.URL + "/v1/invoices?customer_id=x", nil,
-			"unknown-parameter", `unknown query parameter "customer_id"`},
+		{"unknown query parameter", http.MethodGet, env.Finance.URL + "/v1/invoices?customer_number=x", nil,
+			"unknown-parameter", `unknown query parameter "customer_number"`},
 		{"member named twice", http.MethodPost, payments, []byte(`{"payment_id":"pay-1","amount_minor":12000,"amount_minor":1}`),
 			"malformed-json", `duplicate member "amount_minor"`},
 		{"member in the wrong case", http.MethodPost, payments, []byte(`{"Payment_ID":"pay-1","amount_minor":12000}`),
