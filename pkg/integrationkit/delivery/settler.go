@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/google/uuid"
@@ -111,14 +112,35 @@ func (s *settler) round(ctx context.Context, calls []settleCall) {
 		items[i] = c.item
 	}
 	settled, err := s.d.store.SettleMany(ctx, s.d.db, items)
-	reset := map[uuid.UUID]bool{}
-	if err == nil {
-		reset = s.resetStreaks(ctx, calls, settled)
+	failed := map[uuid.UUID]error{}
+	switch {
+	case err != nil && len(items) > 1:
+		// One item the statement refuses must not hold back the others: settle each
+		// on its own, so only its own settlement fails (and its lease expires).
+		settled, failed = s.each(ctx, items)
+	case err != nil:
+		failed[items[0].Record.ID] = err
 	}
+	reset := s.resetStreaks(ctx, calls, settled)
 	for _, c := range calls {
 		id := c.item.Record.ID
-		c.done <- settleAnswer{settled: settled[id], reset: reset[id], err: err}
+		c.done <- settleAnswer{settled: settled[id], reset: reset[id], err: failed[id]}
 	}
+}
+
+// each settles items one statement each, after their round's statement failed, and
+// returns the settled ones and the error of each that failed.
+func (s *settler) each(ctx context.Context, items []outbox.Settlement) (map[uuid.UUID]bool, map[uuid.UUID]error) {
+	settled, failed := map[uuid.UUID]bool{}, map[uuid.UUID]error{}
+	for _, it := range items {
+		one, err := s.d.store.SettleMany(ctx, s.d.db, []outbox.Settlement{it})
+		if err != nil {
+			failed[it.Record.ID] = err
+			continue
+		}
+		maps.Copy(settled, one)
+	}
+	return settled, failed
 }
 
 // resetStreaks records the settled successes with the circuits, one statement per

@@ -1,10 +1,16 @@
 package delivery
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/outbox/outboxtest"
 )
 
 // A round closes as soon as every request in flight has reported; while some have
@@ -38,5 +44,42 @@ func TestSettlerRoundWaitsOnlyForRequestsInFlight(t *testing.T) {
 				require.GreaterOrEqual(t, took, settleLinger)
 			}
 		})
+	}
+}
+
+// A round whose one statement is refused is settled item by item: the refused
+// settlement fails alone (its lease will expire), and the others are settled, so one
+// bad row never holds back the requests that reported beside it.
+func TestSettlerRoundSettlesTheOthersWhenOneIsRefused(t *testing.T) {
+	t.Parallel()
+	db, _, store := outboxtest.Setup(t)
+	ctx := context.Background()
+	for i := range 3 {
+		_, err := store.Enqueue(ctx, db, outbox.Event{Type: "t", AggregateKey: fmt.Sprintf("a%d", i), Sequence: 1,
+			IdempotencyKey: fmt.Sprintf("k%d", i), Destination: "http://127.0.0.1:9/", Payload: map[string]int{"i": i}})
+		require.NoError(t, err)
+	}
+	recs, err := store.Claim(ctx, db, "settler-test", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+	// An attempt row the outbox does not count: writing attempt 1 of recs[0] is refused.
+	_, err = db.ExecContext(ctx, `INSERT INTO `+outboxtest.Table+`_attempts (outbox_id, attempt_no, started_at, duration_ms, outcome)
+		VALUES (?, 1, now(), 1, 'retry')`, recs[0].ID)
+	require.NoError(t, err)
+
+	s := newSettler(&Dispatcher{db: db, store: store, log: slog.New(slog.DiscardHandler)}, func() int { return 3 }, 8)
+	calls := make([]settleCall, len(recs))
+	for i, rec := range recs {
+		calls[i] = settleCall{done: make(chan settleAnswer, 1), item: outbox.Settlement{Record: rec, Outcome: outbox.Outcome{
+			Status: outbox.StatusDelivered, Counted: true, Sent: true, StartedAt: time.Now(), StatusCode: 200, Label: "delivered"}}}
+	}
+	s.round(ctx, calls)
+	first := <-calls[0].done
+	require.False(t, first.settled)
+	require.Error(t, first.err, "the refused settlement fails")
+	for _, c := range calls[1:] {
+		a := <-c.done
+		require.NoError(t, a.err)
+		require.True(t, a.settled, "the others are settled")
 	}
 }

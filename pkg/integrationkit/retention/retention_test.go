@@ -76,7 +76,9 @@ func (b *bundle) seed(t *testing.T, agg, status, age string) {
 		delivered = "now() - interval '" + age + "'"
 	}
 	exec(t, b.db, `UPDATE kit_outbox SET delivery_status = ?, created_at = now() - ?::interval,
-		delivered_at = `+delivered+` WHERE id = ?`, status, age, id)
+		delivered_at = `+delivered+`, request_count = 2, -- its two attempts below
+		next_attempt_at = now() + interval '1 day' -- a pending one waits: the live dispatcher leaves it alone
+		WHERE id = ?`, status, age, id)
 	for n := 1; n <= 2; n++ {
 		exec(t, b.db, `INSERT INTO kit_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, outcome)
 			VALUES (?, ?, now() - ?::interval, 5, 'retry')`, id, n, age)
