@@ -132,7 +132,7 @@ func (s *Service) Overview(ctx context.Context) (Overview, error) {
 	if out.Stats, err = s.cfg.Outbox.Stats(ctx, s.cfg.DB); err != nil {
 		return Overview{}, err
 	}
-	if out.Circuits, err = s.cfg.Circuits.Circuits(ctx, s.cfg.DB); err != nil {
+	if out.Circuits, err = s.Circuits(ctx); err != nil {
 		return Overview{}, err
 	}
 	out.Reconciliation, out.ReconciliationNote = s.reconciliation(ctx)
@@ -152,6 +152,11 @@ func (s *Service) reconciliation(ctx context.Context) (*Reconciliation, string) 
 		return nil, "no reconciliation has run yet"
 	}
 	return &r, ""
+}
+
+// Circuits returns the circuit of every destination that ever failed or was paused.
+func (s *Service) Circuits(ctx context.Context) ([]breaker.Circuit, error) {
+	return s.cfg.Circuits.Circuits(ctx, s.cfg.DB)
 }
 
 // Events returns a page of events matching f, newest first.

@@ -430,11 +430,11 @@ var errUnknownDestination = errors.New("opsweb: no such destination")
 
 // destination returns the row of the Destinations panel for dest.
 func (d *Dashboard) destination(ctx context.Context, dest string) (destinationRow, error) {
-	ov, err := d.cfg.Service.Overview(ctx)
+	circuits, err := d.cfg.Service.Circuits(ctx)
 	if err != nil {
 		return destinationRow{}, err
 	}
-	rows, err := d.destinationRows(ctx, ov.Circuits)
+	rows, err := d.destinationRows(ctx, circuits)
 	if err != nil {
 		return destinationRow{}, err
 	}
