@@ -168,9 +168,10 @@ func (d *Dispatcher) deliverEach(ctx context.Context, recs []outbox.Record) {
 		d.release(ctx, recs[eachInFlight:])
 		recs = recs[:eachInFlight]
 	}
+	admitted, permit := d.admitEach(ctx, recs)
 	var wg sync.WaitGroup
-	for _, rec := range recs {
-		wg.Go(func() { d.deliver(ctx, rec) })
+	for _, rec := range admitted {
+		wg.Go(func() { d.deliver(ctx, rec, permit) })
 	}
 	wg.Wait()
 }

@@ -134,9 +134,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
+// claimQuorum: while requests are in flight, the loop claims again once an eighth of
+// the slots are free, not at each finished request, so a busy dispatcher claims (and
+// its requests settle) several events a statement; an idle one claims at once.
+const claimQuorum = 8
+
 // loop claims as many events as there are free request slots, hands each to a worker,
 // and sleeps until a notice, a tick, a finished worker or the next due time.
 func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
+	quorum := max(1, cap(slots)/claimQuorum)
 	for ctx.Err() == nil {
 		free := cap(slots) - len(slots)
 		claimed := 0
@@ -144,12 +150,12 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		if d.cfg.Mode == ModeBatch {
 			limit = d.receivers.claimLimit(d.cfg.Batch) // one slot carries a whole batch
 		}
-		if free > 0 {
+		if free >= quorum || (free > 0 && len(slots) == 0) {
 			recs, err := d.claim(ctx, limit)
 			if err != nil {
 				d.log.Error("claim failed", "err", err)
 			}
-			for _, job := range d.jobs(recs) {
+			for _, job := range d.jobs(ctx, recs) {
 				slots <- struct{}{}
 				inflight.Go(func() {
 					defer func() { <-slots; d.Wake() }()
@@ -184,18 +190,19 @@ func (d *Dispatcher) claim(ctx context.Context, limit int) ([]outbox.Record, err
 	return recs, nil
 }
 
-// jobs splits claimed records into units of work: one per event, or in batch mode one
-// per destination.
-func (d *Dispatcher) jobs(recs []outbox.Record) []func(context.Context) {
+// jobs splits claimed records into units of work: in batch mode one per destination;
+// in single mode one per event the circuit admits, asked once per destination.
+func (d *Dispatcher) jobs(ctx context.Context, recs []outbox.Record) []func(context.Context) {
 	var out []func(context.Context)
-	if d.cfg.Mode == ModeBatch {
-		for _, group := range groupByDestination(recs) {
+	for _, group := range groupByDestination(recs) {
+		if d.cfg.Mode == ModeBatch {
 			out = append(out, func(ctx context.Context) { d.deliverBatch(ctx, group) })
+			continue
 		}
-		return out
-	}
-	for _, rec := range recs {
-		out = append(out, func(ctx context.Context) { d.deliver(ctx, rec) })
+		admitted, permit := d.admitEach(ctx, group)
+		for _, rec := range admitted {
+			out = append(out, func(ctx context.Context) { d.deliver(ctx, rec, permit) })
+		}
 	}
 	return out
 }
