@@ -134,15 +134,34 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// claimQuorum: while requests are in flight, the loop claims again once an eighth of
-// the slots are free, not at each finished request, so a busy dispatcher claims (and
-// its requests settle) several events a statement; an idle one claims at once.
+// claimQuorum: in single mode, while requests are in flight, the loop claims again
+// once an eighth of the slots are free, not at each finished request, so a busy
+// dispatcher claims (and its requests settle) several events a statement; an idle one
+// claims at once.
 const claimQuorum = 8
+
+// mayClaim says whether the loop claims now, with free of its slots free and busy of
+// them in flight; full says the last claim filled its limit, so more is due. A
+// dispatcher with nothing in flight claims at once. In batch mode another batch goes
+// while one is in flight only when the last claim was full: a backlog then fills both,
+// while a batch of what arrived meanwhile waits for the answer and grows.
+func (d *Dispatcher) mayClaim(free, busy int, full bool) bool {
+	switch {
+	case free == 0:
+		return false
+	case busy == 0:
+		return true
+	case d.cfg.Mode == ModeBatch:
+		return full
+	default:
+		return free >= max(1, (free+busy)/claimQuorum)
+	}
+}
 
 // loop claims as many events as there are free request slots, hands each to a worker,
 // and sleeps until a notice, a tick, a finished worker or the next due time.
 func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
-	quorum := max(1, cap(slots)/claimQuorum)
+	full := false
 	for ctx.Err() == nil {
 		free := cap(slots) - len(slots)
 		claimed := 0
@@ -150,11 +169,13 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		if d.cfg.Mode == ModeBatch {
 			limit = d.receivers.claimLimit(d.cfg.Batch) // one slot carries a whole batch
 		}
-		if free >= quorum || (free > 0 && len(slots) == 0) {
+		wait := !d.mayClaim(free, len(slots), full) // a finished request wakes the loop
+		if !wait {
 			recs, err := d.claim(ctx, limit)
 			if err != nil {
 				d.log.Error("claim failed", "err", err)
 			}
+			full = len(recs) == limit
 			for _, job := range d.jobs(ctx, recs) {
 				slots <- struct{}{}
 				inflight.Go(func() {
@@ -167,7 +188,7 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		if claimed > 0 && claimed == limit {
 			continue // there may be more: claim again as soon as slots free up
 		}
-		d.sleep(ctx, claimed > 0 || free == 0)
+		d.sleep(ctx, claimed > 0 || wait)
 	}
 }
 
