@@ -161,6 +161,7 @@ func (d *Dispatcher) mayClaim(free, busy int, full bool) bool {
 // loop claims as many events as there are free request slots, hands each to a worker,
 // and sleeps until a notice, a tick, a finished worker or the next due time.
 func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
+	settling := make(chan struct{}, cap(slots))
 	full := false
 	for ctx.Err() == nil {
 		free := cap(slots) - len(slots)
@@ -176,12 +177,9 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 				d.log.Error("claim failed", "err", err)
 			}
 			full = len(recs) == limit
-			for _, job := range d.jobs(ctx, recs) {
+			for _, j := range d.jobs(ctx, recs) {
 				slots <- struct{}{}
-				inflight.Go(func() {
-					defer func() { <-slots; d.Wake() }()
-					job(hard)
-				})
+				inflight.Go(func() { d.runJob(hard, j, slots, settling) })
 			}
 			claimed = len(recs)
 		}
@@ -190,6 +188,25 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		}
 		d.sleep(ctx, claimed > 0 || wait)
 	}
+}
+
+// runJob runs j on a slot it gives back when j ends or, earlier, when j says it is
+// answered: j then settles while the next request goes, holding one of settling's
+// places, so no more jobs settle at once than there are slots.
+func (d *Dispatcher) runJob(ctx context.Context, j job, slots, settling chan struct{}) {
+	free := sync.OnceFunc(func() { <-slots; d.Wake() })
+	handedOver := false
+	defer func() {
+		if handedOver {
+			<-settling
+		}
+		free()
+	}()
+	j(ctx, func() {
+		settling <- struct{}{}
+		handedOver = true
+		free()
+	})
 }
 
 // claim leases up to limit events. The statement is not cancelled by a shutdown: a
@@ -211,18 +228,24 @@ func (d *Dispatcher) claim(ctx context.Context, limit int) ([]outbox.Record, err
 	return recs, nil
 }
 
+// job is a unit of work on one request slot; it may call answered to give the slot
+// back before it ends (the slot is given back when it ends in any case).
+type job func(ctx context.Context, answered func())
+
 // jobs splits claimed records into units of work: in batch mode one per destination;
 // in single mode one per event the circuit admits, asked once per destination.
-func (d *Dispatcher) jobs(ctx context.Context, recs []outbox.Record) []func(context.Context) {
-	var out []func(context.Context)
+func (d *Dispatcher) jobs(ctx context.Context, recs []outbox.Record) []job {
+	var out []job
 	for _, group := range groupByDestination(recs) {
 		if d.cfg.Mode == ModeBatch {
-			out = append(out, func(ctx context.Context) { d.deliverBatch(ctx, group) })
+			out = append(out, func(ctx context.Context, answered func()) { d.deliverBatch(ctx, group, answered) })
 			continue
 		}
 		admitted, permit := d.admitEach(ctx, group)
 		for _, rec := range admitted {
-			out = append(out, func(ctx context.Context) { d.deliver(ctx, rec, permit) })
+			// A single request keeps its slot until settled: the settler's rounds
+			// wait for the requests in flight.
+			out = append(out, func(ctx context.Context, _ func()) { d.deliver(ctx, rec, permit) })
 		}
 	}
 	return out
