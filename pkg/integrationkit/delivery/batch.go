@@ -69,7 +69,11 @@ type BatchAnswer struct {
 // is sent after its lease could have run out. Failures of the
 // whole request that the outcome table retries (5xx, 408, 409, 425, 429, 401, 403,
 // timeouts, connection errors) are settled for every item alike.
-func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
+//
+// Once the answer is in and is no refusal, answered gives the request slot back, so
+// the next claim and request go while this one's items are settled: what they settle
+// stays leased to it meanwhile, and an invoice's next event waits for its settlement.
+func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record, answered func()) {
 	dest := recs[0].Destination
 	if d.receivers.singleOnly(dest) {
 		d.deliverEach(ctx, recs)
@@ -101,6 +105,7 @@ func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
 		d.fallBack(ctx, recs, res)
 		return
 	}
+	answered()
 	items := make([]outbox.Settlement, len(recs))
 	for i, rec := range recs {
 		r, itemRes := whole, res
@@ -168,9 +173,10 @@ func (d *Dispatcher) deliverEach(ctx context.Context, recs []outbox.Record) {
 		d.release(ctx, recs[eachInFlight:])
 		recs = recs[:eachInFlight]
 	}
+	admitted, permit := d.admitEach(ctx, recs)
 	var wg sync.WaitGroup
-	for _, rec := range recs {
-		wg.Go(func() { d.deliver(ctx, rec) })
+	for _, rec := range admitted {
+		wg.Go(func() { d.deliver(ctx, rec, permit) })
 	}
 	wg.Wait()
 }

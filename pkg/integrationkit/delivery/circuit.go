@@ -54,6 +54,25 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 	return p, false
 }
 
+// admitEach asks the circuit once for recs, one destination's events each to go in a
+// request of its own, and returns those that may go now with their permit: all of
+// them under a closed circuit; under a probe only the first (the others go back to the
+// queue, and are deferred behind the probe when claimed again); none when the circuit
+// refuses (admit deferred them). One permit stands for requests sent together as it
+// would for requests admitted one by one at the same moment: each success resets, each
+// failure counts in the circuit's generation.
+func (d *Dispatcher) admitEach(ctx context.Context, recs []outbox.Record) ([]outbox.Record, breaker.Permit) {
+	p, ok := d.admit(ctx, recs)
+	if !ok {
+		return nil, p
+	}
+	if p.Probe && len(recs) > 1 {
+		d.release(ctx, recs[1:])
+		recs = recs[:1]
+	}
+	return recs, p
+}
+
 // hastenIfClosed hastens dest's circuit-deferred events if its circuit is closed. A
 // circuit that closes hastens what was deferred until then; a deferral written after
 // that (its worker saw the circuit half-open just before the probe closed it) would

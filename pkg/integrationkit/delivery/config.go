@@ -24,8 +24,8 @@ type Config struct {
 	Interval time.Duration
 	// Batch is the most events claimed at once (default 100).
 	Batch int
-	// Concurrency bounds requests in flight (default 1 in batch mode, 16 in single
-	// mode).
+	// Concurrency bounds requests in flight (default 1 in batch mode,
+	// SingleConcurrency in single mode).
 	Concurrency int
 	// Lease is how long a claim stays with this replica (default 30 s); it must exceed
 	// Timeout so a live request is never reclaimed.
@@ -50,6 +50,12 @@ type Config struct {
 	BatchSuffix string
 }
 
+// SingleConcurrency is Config.Concurrency in single mode when unset: requests in flight
+// per replica. Each carries one event, so many go at once; the dispatcher claims, and
+// settles, several of them a statement (a claim waits for an eighth of the slots to be
+// free while requests are in flight).
+const SingleConcurrency = 64
+
 func (c Config) withDefaults() Config {
 	host, _ := os.Hostname()
 	c.Owner = cmp.Or(c.Owner, fmt.Sprintf("%s/%d", host, os.Getpid()))
@@ -62,7 +68,7 @@ func (c Config) withDefaults() Config {
 		// parallelism.
 		c.Concurrency = 1
 	}
-	c.Concurrency = cmp.Or(c.Concurrency, 16)
+	c.Concurrency = cmp.Or(c.Concurrency, SingleConcurrency)
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
 	c.Timeout = cmp.Or(c.Timeout, 10*time.Second)
 	if len(c.Backoff) == 0 {

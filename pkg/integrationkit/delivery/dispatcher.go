@@ -134,9 +134,35 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
+// claimQuorum: in single mode, while requests are in flight, the loop claims again
+// once an eighth of the slots are free, not at each finished request, so a busy
+// dispatcher claims (and its requests settle) several events a statement; an idle one
+// claims at once.
+const claimQuorum = 8
+
+// mayClaim says whether the loop claims now, with free of its slots free and busy of
+// them in flight; full says the last claim filled its limit, so more is due. A
+// dispatcher with nothing in flight claims at once. In batch mode another batch goes
+// while one is in flight only when the last claim was full: a backlog then fills both,
+// while a batch of what arrived meanwhile waits for the answer and grows.
+func (d *Dispatcher) mayClaim(free, busy int, full bool) bool {
+	switch {
+	case free == 0:
+		return false
+	case busy == 0:
+		return true
+	case d.cfg.Mode == ModeBatch:
+		return full
+	default:
+		return free >= max(1, (free+busy)/claimQuorum)
+	}
+}
+
 // loop claims as many events as there are free request slots, hands each to a worker,
 // and sleeps until a notice, a tick, a finished worker or the next due time.
 func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
+	settling := make(chan struct{}, cap(slots))
+	full := false
 	for ctx.Err() == nil {
 		free := cap(slots) - len(slots)
 		claimed := 0
@@ -144,25 +170,43 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		if d.cfg.Mode == ModeBatch {
 			limit = d.receivers.claimLimit(d.cfg.Batch) // one slot carries a whole batch
 		}
-		if free > 0 {
+		wait := !d.mayClaim(free, len(slots), full) // a finished request wakes the loop
+		if !wait {
 			recs, err := d.claim(ctx, limit)
 			if err != nil {
 				d.log.Error("claim failed", "err", err)
 			}
-			for _, job := range d.jobs(recs) {
+			full = len(recs) == limit
+			for _, j := range d.jobs(ctx, recs) {
 				slots <- struct{}{}
-				inflight.Go(func() {
-					defer func() { <-slots; d.Wake() }()
-					job(hard)
-				})
+				inflight.Go(func() { d.runJob(hard, j, slots, settling) })
 			}
 			claimed = len(recs)
 		}
 		if claimed > 0 && claimed == limit {
 			continue // there may be more: claim again as soon as slots free up
 		}
-		d.sleep(ctx, claimed > 0 || free == 0)
+		d.sleep(ctx, claimed > 0 || wait)
 	}
+}
+
+// runJob runs j on a slot it gives back when j ends or, earlier, when j says it is
+// answered: j then settles while the next request goes, holding one of settling's
+// places, so no more jobs settle at once than there are slots.
+func (d *Dispatcher) runJob(ctx context.Context, j job, slots, settling chan struct{}) {
+	free := sync.OnceFunc(func() { <-slots; d.Wake() })
+	handedOver := false
+	defer func() {
+		if handedOver {
+			<-settling
+		}
+		free()
+	}()
+	j(ctx, func() {
+		settling <- struct{}{}
+		handedOver = true
+		free()
+	})
 }
 
 // claim leases up to limit events. The statement is not cancelled by a shutdown: a
@@ -184,18 +228,25 @@ func (d *Dispatcher) claim(ctx context.Context, limit int) ([]outbox.Record, err
 	return recs, nil
 }
 
-// jobs splits claimed records into units of work: one per event, or in batch mode one
-// per destination.
-func (d *Dispatcher) jobs(recs []outbox.Record) []func(context.Context) {
-	var out []func(context.Context)
-	if d.cfg.Mode == ModeBatch {
-		for _, group := range groupByDestination(recs) {
-			out = append(out, func(ctx context.Context) { d.deliverBatch(ctx, group) })
+// job is a unit of work on one request slot; it may call answered to give the slot
+// back before it ends (the slot is given back when it ends in any case).
+type job func(ctx context.Context, answered func())
+
+// jobs splits claimed records into units of work: in batch mode one per destination;
+// in single mode one per event the circuit admits, asked once per destination.
+func (d *Dispatcher) jobs(ctx context.Context, recs []outbox.Record) []job {
+	var out []job
+	for _, group := range groupByDestination(recs) {
+		if d.cfg.Mode == ModeBatch {
+			out = append(out, func(ctx context.Context, answered func()) { d.deliverBatch(ctx, group, answered) })
+			continue
 		}
-		return out
-	}
-	for _, rec := range recs {
-		out = append(out, func(ctx context.Context) { d.deliver(ctx, rec) })
+		admitted, permit := d.admitEach(ctx, group)
+		for _, rec := range admitted {
+			// A single request keeps its slot until settled: the settler's rounds
+			// wait for the requests in flight.
+			out = append(out, func(ctx context.Context, _ func()) { d.deliver(ctx, rec, permit) })
+		}
 	}
 	return out
 }
