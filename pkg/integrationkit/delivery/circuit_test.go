@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -16,54 +14,28 @@ import (
 	"handoff/pkg/integrationkit/backoff"
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/delivery"
-	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/outbox/outboxtest"
-	"handoff/pkg/integrationkit/webhook"
 )
-
-var breakerSchema = breaker.Schema("kit_breakers")
 
 // With the receiver failing, 4 replicas and 500 pending events: once the circuit is
 // open no request is sent during the cool-down, each half-open lets exactly one
 // request through in the whole cluster, and deferred events keep their attempts.
 func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
 	t.Parallel()
-	db, _, store := outboxtest.Setup(t)
-	ctx := context.Background()
-	_, err := db.ExecContext(ctx, breakerSchema)
-	require.NoError(t, err)
-
+	b := newBundle(t)
 	var mu sync.Mutex
 	var arrivals []time.Time
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		arrivals = append(arrivals, time.Now())
 		mu.Unlock()
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
-	t.Cleanup(srv.Close)
-
-	for i := range 500 {
-		_, err := store.Enqueue(ctx, db, outbox.Event{Type: "thing.happened", AggregateKey: fmt.Sprintf("agg-%d", i),
-			Sequence: 1, IdempotencyKey: fmt.Sprintf("k-%d", i), Destination: srv.URL, Payload: map[string]int{"i": i}})
-		require.NoError(t, err)
-	}
+	b.enqueueEach(t, b.url, keys("k", 500))
 	const cooldown = 2500 * time.Millisecond
-	br, err := breaker.New(breaker.Config{Table: "kit_breakers", Threshold: 5, Cooldown: cooldown, ProbeLease: 5 * time.Second})
-	require.NoError(t, err)
-	obs := newObserved()
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+	br := b.newBreaker(t, breaker.Config{Threshold: 5, Cooldown: cooldown, ProbeLease: 5 * time.Second})
 	// Four replicas: each holds one of the test pool's connections for LISTEN.
-	for i := range 4 {
-		d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
-			Owner: fmt.Sprintf("replica-%d", i), Concurrency: 4, Batch: 10, Interval: 100 * time.Millisecond,
-			Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 1000,
-		}, delivery.Deps{Breaker: br, Observer: obs, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
-		require.NoError(t, err)
-		wg.Go(func() { _ = d.Run(runCtx) })
-	}
-	defer func() { cancel(); wg.Wait() }()
+	stop := b.replicas(t, 4, delivery.Config{Concurrency: 4, Batch: 10, Interval: 100 * time.Millisecond,
+		Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 1000}, delivery.Deps{Breaker: br})
 
 	type circuit struct {
 		State     breaker.State `bun:"state"`
@@ -71,25 +43,24 @@ func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
 		ChangedAt time.Time     `bun:"changed_at"`
 	}
 	read := func() (c circuit) {
-		_ = db.NewRaw(`SELECT state, coalesce(open_until, now()) AS open_until, changed_at FROM kit_breakers`).Scan(ctx, &c)
+		_ = b.db.NewRaw(`SELECT state, coalesce(open_until, now()) AS open_until, changed_at FROM kit_breakers`).Scan(context.Background(), &c)
 		return c
 	}
 	// Each transition is reported once its statement committed: the row read just
 	// after it is the window it opened, which lasts a cool-down.
-	obs.wait(t, 10*time.Second, "the circuit opening", func(h *history) bool { return h.changes(breaker.Opened) > 0 })
+	b.observed.wait(t, 10*time.Second, "the circuit opening", func(h *history) bool { return h.changes(breaker.Opened) > 0 })
 	first := read()
 	require.Equal(t, breaker.Open, first.State)
 	// Two more cool-downs: each must see exactly one probe.
 	var windows []circuit
 	for prev, k := first, 1; k <= 2; k++ {
-		obs.wait(t, 10*time.Second, fmt.Sprintf("reopening %d", k), func(h *history) bool { return h.changes(breaker.Reopened) >= k })
+		b.observed.wait(t, 10*time.Second, fmt.Sprintf("reopening %d", k), func(h *history) bool { return h.changes(breaker.Reopened) >= k })
 		c := read()
 		require.Equal(t, breaker.Open, c.State)
 		require.True(t, c.OpenUntil.After(prev.OpenUntil), "a new cool-down")
 		windows, prev = append(windows, c), c
 	}
-	cancel()
-	wg.Wait()
+	require.NoError(t, stop())
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -116,10 +87,8 @@ func TestOpenCircuitSendsNothingAndProbesOnce(t *testing.T) {
 		require.Equal(t, 1, count(until[k], opened[k+1].Add(grace)), "one probe across 4 replicas after cool-down %d (arrivals %v)", k, offsets(arrivals, opened[0]))
 	}
 
-	var sent, neverSentWithAttempts int
-	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE request_count > 0`).Scan(ctx, &sent))
-	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE request_count = 0 AND delivery_attempts > 0`).Scan(ctx, &neverSentWithAttempts))
-	require.Zero(t, neverSentWithAttempts, "deferred events spend no attempts")
+	require.Zero(t, b.count(t, `request_count = 0 AND delivery_attempts > 0`), "deferred events spend no attempts")
+	sent := b.count(t, `request_count > 0`)
 	require.Less(t, sent, 500, "most events were deferred, not sent")
 	t.Logf("requests %d, events ever sent %d", len(arrivals), sent)
 }
@@ -132,73 +101,43 @@ func offsets(ts []time.Time, from time.Time) []time.Duration {
 	return out
 }
 
-// closeOnDeferral closes the circuit right after the first event is deferred for it,
-// as a probe on another replica does when it succeeds between this replica's look at
-// the half-open circuit and its deferral: the close's own hastening came too early to
-// see the deferred event.
-type closeOnDeferral struct {
-	t     *testing.T
-	once  sync.Once
-	close func() error
-}
-
-func (o *closeOnDeferral) Settled(_ context.Context, _ outbox.Record, out outbox.Outcome) {
-	if out.Label == "circuit_open" {
-		o.once.Do(func() { require.NoError(o.t, o.close()) })
-	}
-}
-
-func (o *closeOnDeferral) CircuitChanged(context.Context, string, breaker.Transition, outbox.Record) {
-}
-
 // An event deferred while another replica's probe is in flight is sent as soon as the
 // circuit closes, even when the close (and its hastening) happened just before the
 // deferral was written: not after the probe's 30 s lease.
 func TestDeferralAfterTheCircuitClosedIsHastened(t *testing.T) {
 	t.Parallel()
-	db, _, store := outboxtest.Setup(t)
+	b := newBundle(t)
 	ctx := context.Background()
-	_, err := db.ExecContext(ctx, breakerSchema)
-	require.NoError(t, err)
 	delivered := make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case delivered <- struct{}{}:
 		default:
 		}
 	}))
-	t.Cleanup(srv.Close)
 
 	// A cool-down of a microsecond is over by the next statement's now(): this test is
 	// about the probe, not the wait before it.
-	br, err := breaker.New(breaker.Config{Table: "kit_breakers", Threshold: 1, Cooldown: time.Microsecond, ProbeLease: 30 * time.Second})
-	require.NoError(t, err)
-	tr, err := br.Failure(ctx, db, srv.URL, breaker.Permit{})
+	br := b.newBreaker(t, breaker.Config{Threshold: 1, Cooldown: time.Microsecond, ProbeLease: 30 * time.Second})
+	tr, err := br.Failure(ctx, b.db, b.url, breaker.Permit{})
 	require.NoError(t, err)
 	require.Equal(t, breaker.Opened, tr)
-	probe, err := br.Acquire(ctx, db, srv.URL) // another replica's probe: half-open for 30 s
+	probe, err := br.Acquire(ctx, b.db, b.url) // another replica's probe: half-open for 30 s
 	require.NoError(t, err)
 	require.True(t, probe.Probe)
 
-	_, err = store.Enqueue(ctx, db, outbox.Event{Type: "thing.happened", AggregateKey: "agg", Sequence: 1,
-		IdempotencyKey: "k-1", Destination: srv.URL, Payload: map[string]int{"i": 1}})
-	require.NoError(t, err)
-	obs := &closeOnDeferral{t: t, close: func() error {
-		tr, err := br.Success(ctx, db, srv.URL, probe)
+	b.enqueue(t, "agg", 1)
+	// The probe succeeds between the dispatcher's look at the half-open circuit and
+	// its deferral.
+	obs := &onFirstDeferral{t: t, label: "circuit_open", do: func() error {
+		tr, err := br.Success(ctx, b.db, b.url, probe)
 		if err == nil && tr != breaker.Recovered {
 			err = fmt.Errorf("the probe's success did not close the circuit: %q", tr)
 		}
 		return err
 	}}
-	d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
-		Owner: "replica", Concurrency: 4, Batch: 10, Interval: time.Minute,
-		Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 10,
-	}, delivery.Deps{Breaker: br, Observer: obs, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
-	require.NoError(t, err)
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = d.Run(runCtx) })
-	defer func() { cancel(); wg.Wait() }()
+	b.runWith(t, delivery.Config{Owner: "replica", Concurrency: 4, Batch: 10, Interval: time.Minute,
+		Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 10}, delivery.Deps{Breaker: br, Observer: obs})
 
 	select {
 	case <-delivered:
@@ -227,40 +166,24 @@ func TestBreakerCountsOnlyReceiverFaults(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			db, _, store := outboxtest.Setup(t)
-			ctx := context.Background()
-			_, err := db.ExecContext(ctx, breakerSchema)
-			require.NoError(t, err)
-			srv := httptest.NewServer(http.HandlerFunc(c.serve))
-			t.Cleanup(srv.Close)
-			for i := range 40 {
-				_, err := store.Enqueue(ctx, db, outbox.Event{Type: "thing.happened", AggregateKey: fmt.Sprintf("agg-%d", i),
-					Sequence: 1, IdempotencyKey: fmt.Sprintf("k-%d", i), Destination: srv.URL, Payload: map[string]int{"i": i}})
-				require.NoError(t, err)
-			}
-			br, err := breaker.New(breaker.Config{Table: "kit_breakers", Threshold: 2, Cooldown: time.Hour, ProbeLease: 5 * time.Second})
-			require.NoError(t, err)
-			obs := newObserved()
-			d, err := delivery.New(db, store, webhook.NewSigner([][]byte{secret}), delivery.Config{
-				Owner: "replica", Concurrency: 8, Batch: 40, Interval: 100 * time.Millisecond,
-				Timeout: 200 * time.Millisecond, Backoff: backoff.Schedule{10 * time.Millisecond}, MaxAttempts: 1000,
-			}, delivery.Deps{Breaker: br, Observer: obs, Log: slog.New(slog.DiscardHandler), Guard: loopback(t)})
-			require.NoError(t, err)
-			runCtx, cancel := context.WithCancel(ctx)
-			var wg sync.WaitGroup
-			wg.Go(func() { _ = d.Run(runCtx) })
-			defer func() { cancel(); wg.Wait() }()
+			b := newBundle(t)
+			b.serve(t, http.HandlerFunc(c.serve))
+			b.enqueueEach(t, b.url, keys("k", 40))
+			br := b.newBreaker(t, breaker.Config{Threshold: 2, Cooldown: time.Hour, ProbeLease: 5 * time.Second})
+			b.runWith(t, delivery.Config{Owner: "replica", Concurrency: 8, Batch: 40, Interval: 100 * time.Millisecond,
+				Timeout: 200 * time.Millisecond, Backoff: backoff.Schedule{10 * time.Millisecond}, MaxAttempts: 1000},
+				delivery.Deps{Breaker: br})
 
 			if !c.opens {
 				// Wait for well over 40 × 3 answers, then look at the circuit.
-				obs.wait(t, 20*time.Second, "120 answers", func(h *history) bool { return h.count(isSent) >= 120 })
-				state, err := br.State(ctx, db, srv.URL)
+				b.observed.wait(t, 20*time.Second, "120 answers", func(h *history) bool { return h.count(isSent) >= 120 })
+				state, err := br.State(context.Background(), b.db, b.url)
 				require.NoError(t, err)
 				require.Equal(t, breaker.Closed, state)
 				return
 			}
-			obs.wait(t, 10*time.Second, "the circuit opening", func(h *history) bool { return h.changes(breaker.Opened) > 0 })
-			state, err := br.State(ctx, db, srv.URL)
+			b.observed.wait(t, 10*time.Second, "the circuit opening", func(h *history) bool { return h.changes(breaker.Opened) > 0 })
+			state, err := br.State(context.Background(), b.db, b.url)
 			require.NoError(t, err)
 			require.Equal(t, breaker.Open, state)
 		})

@@ -3,179 +3,16 @@ package delivery_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-	"github.com/uptrace/bun"
-	"go.uber.org/goleak"
 
 	"handoff/pkg/integrationkit/backoff"
 	"handoff/pkg/integrationkit/delivery"
-	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/outbox/outboxtest"
-	"handoff/pkg/integrationkit/webhook"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	)
-}
-
-var secret = []byte("0123456789abcdef0123456789abcdef")
-
-// loopback is the guard of a test dispatcher: its receivers listen on 127.0.0.1.
-func loopback(t *testing.T) *egress.Dialer {
-	t.Helper()
-	allow, err := egress.ParseAllowlist("127.0.0.1/32")
-	require.NoError(t, err)
-	return egress.New(egress.Config{Allow: allow})
-}
-
-// receiver is a scripted HTTP receiver: it answers the scripted statuses in turn
-// (then 200) and records every request it verified.
-type receiver struct {
-	mu       sync.Mutex
-	script   []func(w http.ResponseWriter)
-	requests []seen
-	verifier *webhook.Verifier
-}
-
-type seen struct {
-	key      string
-	attempt  int
-	envelope delivery.Envelope
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	if err := r.verifier.Verify(req.Header, body); err != nil {
-		http.Error(w, err.Error(), http.StatusUnauthorized)
-		return
-	}
-	var env delivery.Envelope
-	if err := json.Unmarshal(body, &env); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	attempt, _ := strconv.Atoi(req.Header.Get(delivery.HeaderAttempt))
-	r.mu.Lock()
-	r.requests = append(r.requests, seen{key: req.Header.Get(delivery.HeaderIdempotencyKey), attempt: attempt, envelope: env})
-	var answer func(w http.ResponseWriter)
-	if len(r.script) > 0 {
-		answer, r.script = r.script[0], r.script[1:]
-	}
-	r.mu.Unlock()
-	if answer == nil {
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	answer(w)
-}
-
-func (r *receiver) seen() []seen {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]seen(nil), r.requests...)
-}
-
-func status(code int, headers ...string) func(w http.ResponseWriter) {
-	return func(w http.ResponseWriter) {
-		for i := 0; i+1 < len(headers); i += 2 {
-			w.Header().Set(headers[i], headers[i+1])
-		}
-		w.WriteHeader(code)
-	}
-}
-
-type bundle struct {
-	db    *bun.DB
-	store *outbox.Store
-	recv  *receiver
-	url   string
-	// observed hears every dispatcher the bundle runs.
-	observed *observed
-}
-
-func setup(t *testing.T, script ...func(w http.ResponseWriter)) *bundle {
-	t.Helper()
-	db, _, store := outboxtest.Setup(t)
-	recv := &receiver{script: script, verifier: webhook.NewVerifier([][]byte{secret})}
-	srv := httptest.NewServer(recv)
-	t.Cleanup(srv.Close)
-	return &bundle{db: db, store: store, recv: recv, url: srv.URL, observed: newObserved()}
-}
-
-func (b *bundle) enqueue(t *testing.T, aggregate string, seq int64) {
-	t.Helper()
-	_, err := b.store.Enqueue(context.Background(), b.db, outbox.Event{
-		Type: "thing.happened", AggregateKey: aggregate, Sequence: seq,
-		IdempotencyKey: fmt.Sprintf("thing.happened:%s:%d", aggregate, seq),
-		Destination:    b.url, Payload: map[string]any{"aggregate": aggregate, "seq": seq},
-	})
-	require.NoError(t, err)
-}
-
-// start runs a dispatcher until the test ends.
-func (b *bundle) start(t *testing.T, cfg delivery.Config) {
-	t.Helper()
-	if len(cfg.Backoff) == 0 {
-		cfg.Backoff = backoff.Schedule{20 * time.Millisecond}
-	}
-	d, err := delivery.New(b.db, b.store, webhook.NewSigner([][]byte{secret}), cfg,
-		delivery.Deps{Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-			Guard: loopback(t), Observer: b.observed})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-}
-
-type row struct {
-	Status   string `bun:"delivery_status"`
-	Attempts int    `bun:"delivery_attempts"`
-	Requests int    `bun:"request_count"`
-	Reason   string `bun:"failed_reason"`
-	Leased   bool   `bun:"leased"`
-}
-
-func (b *bundle) rows(t *testing.T) []row {
-	t.Helper()
-	var rows []row
-	err := b.db.NewRaw(`SELECT delivery_status, delivery_attempts, request_count,
-		coalesce(failed_reason, '') AS failed_reason, lease_token IS NOT NULL AS leased
-		FROM kit_outbox ORDER BY aggregate_key, aggregate_seq`).Scan(context.Background(), &rows)
-	require.NoError(t, err)
-	return rows
-}
-
-// waitSettled waits until the bundle's dispatchers report every event pending now
-// settled for good, or fails the test; it returns the rows then.
-func (b *bundle) waitSettled(t *testing.T, within time.Duration) []row {
-	t.Helper()
-	since := b.observed.outcomes()
-	var pending []uuid.UUID
-	require.NoError(t, b.db.NewRaw(`SELECT id FROM kit_outbox WHERE delivery_status = ?`, outbox.StatusPending).
-		Scan(context.Background(), &pending))
-	b.observed.waitFinal(t, within, since, pending)
-	return b.rows(t)
-}
 
 func TestOutcomesAgainstAScriptedReceiver(t *testing.T) {
 	t.Parallel()
@@ -220,9 +57,7 @@ func TestOutcomesAgainstAScriptedReceiver(t *testing.T) {
 			if c.name == "429 Retry-After 1 does not spend the budget" {
 				require.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond, "Retry-After honoured")
 			}
-			var attemptRows int
-			require.NoError(t, b.db.NewRaw(`SELECT count(*) FROM kit_outbox_attempts`).Scan(context.Background(), &attemptRows))
-			require.Equal(t, c.requests, attemptRows, "one attempt row per request")
+			require.Len(t, b.attempts(t), c.requests, "one attempt row per request")
 		})
 	}
 }
@@ -279,29 +114,11 @@ func TestReplicasDeliverEachEventOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const aggregates, perAggregate = 250, 4
-	events := make([]outbox.Event, 0, aggregates*perAggregate)
-	for a := range aggregates {
-		for s := 1; s <= perAggregate; s++ {
-			agg := fmt.Sprintf("agg-%03d", a)
-			events = append(events, outbox.Event{Type: "thing.happened", AggregateKey: agg, Sequence: int64(s),
-				IdempotencyKey: fmt.Sprintf("%s:%d", agg, s), Destination: b.url, Payload: map[string]any{"aggregate": agg, "seq": s}})
-		}
-	}
-	ctx := context.Background()
-	require.NoError(t, b.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		for _, ev := range events {
-			if _, err := b.store.Enqueue(ctx, tx, ev); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
-	for i := range 3 {
-		b.start(t, delivery.Config{Owner: fmt.Sprintf("replica-%d", i), Concurrency: 8, Batch: 50})
-	}
+	b.enqueueAggregates(t, aggregates, perAggregate)
+	b.replicas(t, 3, delivery.Config{Concurrency: 8, Batch: 50, Backoff: backoff.Schedule{20 * time.Millisecond}}, delivery.Deps{})
 	b.waitSettled(t, 60*time.Second)
 	seen := b.recv.seen()
-	require.Len(t, seen, len(events), "each event sent exactly once")
+	require.Len(t, seen, aggregates*perAggregate, "each event sent exactly once")
 	count := map[string]int{}
 	last := map[string]int64{}
 	for _, s := range seen {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,8 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"handoff/pkg/integrationkit/delivery"
-	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/outbox/outboxtest"
 )
 
 // A refused batch is never worked off under the one lease of its claim: a receiver
@@ -26,13 +22,11 @@ import (
 // event is sent again after a success.
 func TestRefusedBatchNeverOutlivesItsLease(t *testing.T) {
 	t.Parallel()
-	db, _, store := outboxtest.Setup(t)
-	ctx := context.Background()
-
+	b := newBundle(t)
 	var mu sync.Mutex
 	requests := map[string]int{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/batch") {
+	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isBatch(r) {
 			w.WriteHeader(http.StatusNotFound)
 			return
 		}
@@ -45,22 +39,13 @@ func TestRefusedBatchNeverOutlivesItsLease(t *testing.T) {
 		mu.Lock()
 		requests[req.Items[0].IdempotencyKey]++
 		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(delivery.BatchResponse{Items: []delivery.BatchAnswer{
-			{IdempotencyKey: req.Items[0].IdempotencyKey, Status: http.StatusOK}}})
+		answerBatch(w, req, accepted)
 	}))
-	t.Cleanup(srv.Close)
 
 	const events = 20
-	for i := range events {
-		key := fmt.Sprintf("k-%02d", i)
-		_, err := store.Enqueue(ctx, db, outbox.Event{Type: "t", AggregateKey: key, Sequence: 1,
-			IdempotencyKey: key, Destination: srv.URL + "/hook", Payload: map[string]int{"i": i}})
-		require.NoError(t, err)
-	}
-	obs := newObserved()
-	stop := startBatch(t, db, store, "splitter", delivery.Config{Batch: 100,
-		Timeout: time.Second, Lease: 2500 * time.Millisecond}, obs)
+	b.enqueueEach(t, b.url+"/hook", keys("k", events))
+	stop := b.runWith(t, batchMode(delivery.Config{Owner: "splitter", Batch: 100,
+		Timeout: time.Second, Lease: 2500 * time.Millisecond}), delivery.Deps{})
 
 	describe := func() string {
 		var rows []struct {
@@ -70,24 +55,21 @@ func TestRefusedBatchNeverOutlivesItsLease(t *testing.T) {
 			Err      string `bun:"last_error"`
 			N        int    `bun:"n"`
 		}
-		_ = db.NewRaw(`SELECT delivery_status, delivery_attempts, request_count, coalesce(last_error, '') AS last_error, count(*) AS n
-			FROM kit_outbox GROUP BY 1, 2, 3, 4`).Scan(ctx, &rows)
+		_ = b.db.NewRaw(`SELECT delivery_status, delivery_attempts, request_count, coalesce(last_error, '') AS last_error, count(*) AS n
+			FROM kit_outbox GROUP BY 1, 2, 3, 4`).Scan(context.Background(), &rows)
 		mu.Lock()
 		defer mu.Unlock()
 		return fmt.Sprintf("outbox %+v; receiver %v", rows, requests)
 	}
-	if !obs.await(30*time.Second, func(h *history) bool { return len(h.records(isFinal)) == events }) {
+	if !b.observed.await(30*time.Second, func(h *history) bool { return len(h.records(isFinal)) == events }) {
 		t.Fatalf("not all settled in 30 s: %s", describe())
 	}
 	// Run returns once every job it started has finished (or, past ShutdownGrace, was
 	// aborted): a job still sending under a lost lease has shown by then.
-	stop()
-	var undelivered int
-	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox WHERE delivery_status <> 'delivered'`).Scan(ctx, &undelivered))
-	require.Zero(t, undelivered, "all delivered: %s", describe())
+	require.NoError(t, stop())
+	require.Zero(t, b.count(t, `delivery_status <> 'delivered'`), "all delivered: %s", describe())
 
-	var attempts int
-	require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox_attempts`).Scan(ctx, &attempts))
+	attempts := len(b.attempts(t))
 	mu.Lock()
 	defer mu.Unlock()
 	sent, twice := 0, 0

@@ -3,7 +3,6 @@ package delivery_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,8 +17,6 @@ import (
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/outbox/outboxtest"
-	"handoff/pkg/integrationkit/webhook"
 )
 
 // Claim eligibility, lease expiry and the next attempt follow the database's now():
@@ -163,9 +160,7 @@ func TestNoTransactionIsOpenDuringThePost(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			b := setup(t)
-			_, err := b.db.ExecContext(ctx, breakerSchema)
-			require.NoError(t, err)
+			b := newBundle(t)
 			arrived := make(chan struct{}, 16)
 			release := make(chan struct{})
 			var once sync.Once
@@ -176,15 +171,13 @@ func TestNoTransactionIsOpenDuringThePost(t *testing.T) {
 				case <-release:
 				case <-r.Context().Done():
 				}
-				answerEach(w, r, body)
+				acceptAll(w, r, body)
 			}))
 			t.Cleanup(func() { once.Do(func() { close(release) }) })
 			for i := range 3 {
 				b.enqueue(t, fmt.Sprintf("agg-%d", i), 1)
 			}
-			br, err := breaker.New(breaker.Config{Table: "kit_breakers"})
-			require.NoError(t, err)
-			b.runWith(t, delivery.Config{Mode: mode}, delivery.Deps{Breaker: br})
+			b.runWith(t, delivery.Config{Mode: mode}, delivery.Deps{Breaker: b.newBreaker(t, breaker.Config{})})
 
 			select {
 			case <-arrived:
@@ -209,42 +202,23 @@ func TestNoTransactionIsOpenDuringThePost(t *testing.T) {
 	}
 }
 
-// answerEach answers 200 to a single delivery, and 200 to every item of a batch.
-func answerEach(w http.ResponseWriter, r *http.Request, body []byte) {
-	if !strings.HasSuffix(r.URL.Path, "/batch") {
-		return
-	}
-	var req delivery.BatchRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var resp delivery.BatchResponse
-	for _, it := range req.Items {
-		resp.Items = append(resp.Items, delivery.BatchAnswer{IdempotencyKey: it.IdempotencyKey, Status: http.StatusOK})
-	}
-	_ = json.NewEncoder(w).Encode(resp)
-}
-
 // NOTIFY is only a wake-up: it carries no payload, so an event of any size (here
 // 100 KB, past NOTIFY's 8000-byte limit) is announced the same; and with the
 // dispatcher's LISTEN connection terminated, a new event is still delivered.
 func TestNotifyIsOnlyAWakeUp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, dbURL, store := outboxtest.Setup(t)
-	b := &bundle{db: db, store: store, recv: &receiver{verifier: webhook.NewVerifier([][]byte{secret})}, observed: newObserved()}
-	b.serve(t, b.recv)
+	b := setup(t)
 	big := strings.Repeat("p", 100_000)
 	enqueueBig := func(agg string) {
-		_, err := store.Enqueue(ctx, db, outbox.Event{Type: "thing.happened", AggregateKey: agg, Sequence: 1,
+		_, err := b.store.Enqueue(ctx, b.db, outbox.Event{Type: "thing.happened", AggregateKey: agg, Sequence: 1,
 			IdempotencyKey: "big:" + agg, Destination: b.url, Payload: map[string]string{"big": big}})
 		require.NoError(t, err)
 	}
 
-	listener, err := pgx.Connect(ctx, dbURL)
+	listener, err := pgx.Connect(ctx, b.dbURL)
 	require.NoError(t, err)
-	_, err = listener.Exec(ctx, `LISTEN `+pgx.Identifier{store.Channel()}.Sanitize())
+	_, err = listener.Exec(ctx, `LISTEN `+pgx.Identifier{b.store.Channel()}.Sanitize())
 	require.NoError(t, err)
 	enqueueBig("first")
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -260,7 +234,7 @@ func TestNotifyIsOnlyAWakeUp(t *testing.T) {
 	// The dispatcher reports no LISTEN: the session is polled for until it is there
 	// to be killed (it may still be connecting when the first event is settled).
 	require.Eventually(t, func() bool {
-		err := db.NewRaw(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		err := b.db.NewRaw(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 			WHERE datname = current_database() AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`).Scan(ctx, &terminated)
 		return err == nil && terminated
 	}, 10*time.Second, 10*time.Millisecond, "the dispatcher's LISTEN connection is killed")

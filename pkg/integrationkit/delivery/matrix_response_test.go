@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,39 +26,7 @@ import (
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/webhook"
 )
-
-// runWith runs a dispatcher over b's outbox with deps until the test ends.
-func (b *bundle) runWith(t *testing.T, cfg delivery.Config, deps delivery.Deps) {
-	t.Helper()
-	if deps.Log == nil {
-		deps.Log = slog.New(slog.DiscardHandler)
-	}
-	if deps.Guard == nil {
-		deps.Guard = loopback(t)
-	}
-	if deps.Observer == nil {
-		deps.Observer = b.observed
-	} else {
-		deps.Observer = delivery.Observers{deps.Observer, b.observed}
-	}
-	d, err := delivery.New(b.db, b.store, webhook.NewSigner([][]byte{secret}), cfg, deps)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-}
-
-// serve points b's events at a receiver running h instead of the scripted one.
-func (b *bundle) serve(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	b.url = srv.URL
-	return srv
-}
 
 // waitRequests waits until the dispatcher reports the first event's n-th request
 // settled, and returns its row then.
@@ -75,24 +42,6 @@ func (b *bundle) waitRequests(t *testing.T, n int) row {
 	require.GreaterOrEqual(t, rows[0].Requests, n)
 	require.False(t, rows[0].Leased, "settled, the lease is given back")
 	return rows[0]
-}
-
-// attempt is one row of the attempt log.
-type attempt struct {
-	Class      string `bun:"error_class"`
-	Error      string `bun:"error"`
-	Code       int    `bun:"status_code"`
-	DurationMS int64  `bun:"duration_ms"`
-	Snippet    string `bun:"response_snippet"`
-}
-
-func (b *bundle) attempts(t *testing.T) []attempt {
-	t.Helper()
-	var out []attempt
-	require.NoError(t, b.db.NewRaw(`SELECT coalesce(error_class, '') AS error_class, coalesce(error, '') AS error,
-		coalesce(status_code, 0) AS status_code, duration_ms, coalesce(response_snippet, '') AS response_snippet
-		FROM kit_outbox_attempts ORDER BY id`).Scan(context.Background(), &out))
-	return out
 }
 
 // countingDialer counts the bytes the dispatcher reads off the wire: nothing it never

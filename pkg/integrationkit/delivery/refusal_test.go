@@ -1,12 +1,8 @@
 package delivery_test
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -16,23 +12,7 @@ import (
 
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/outbox/outboxtest"
 )
-
-// answerBatch answers a batch request item by item with status(key).
-func answerBatch(w http.ResponseWriter, r *http.Request, status func(key string) int) {
-	var req delivery.BatchRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	var resp delivery.BatchResponse
-	for _, it := range req.Items {
-		resp.Items = append(resp.Items, delivery.BatchAnswer{IdempotencyKey: it.IdempotencyKey, Status: status(it.IdempotencyKey)})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(resp)
-}
 
 // mixedReceiver serves the single endpoint and, unless refuse says otherwise, the
 // batch endpoint; it records the size of every batch request and every key applied.
@@ -49,15 +29,14 @@ func (m *mixedReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !strings.HasSuffix(r.URL.Path, "/batch") {
+	if !isBatch(r) {
 		m.singles++
 		m.applied[r.Header.Get(delivery.HeaderIdempotencyKey)]++
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	var req delivery.BatchRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		w.WriteHeader(http.StatusBadRequest)
+	req, ok := batchOf(w, body)
+	if !ok {
 		return
 	}
 	m.batches = append(m.batches, len(req.Items))
@@ -65,13 +44,10 @@ func (m *mixedReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		return
 	}
-	var resp delivery.BatchResponse
-	for _, it := range req.Items {
+	answerBatch(w, req, func(it delivery.BatchItem) delivery.BatchAnswer {
 		m.applied[it.IdempotencyKey]++
-		resp.Items = append(resp.Items, delivery.BatchAnswer{IdempotencyKey: it.IdempotencyKey, Status: http.StatusOK})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(resp)
+		return accepted(it)
+	})
 }
 
 // A refusal of the whole batch request never dead-letters its events: a batch the
@@ -95,30 +71,14 @@ func TestBatchRefusalFallsBack(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			db, _, store := outboxtest.Setup(t)
+			b := newBundle(t)
 			recv := &mixedReceiver{refuse: c.refuse, applied: map[string]int{}}
-			srv := httptest.NewServer(recv)
-			t.Cleanup(srv.Close)
-			ctx := context.Background()
-			for i := range events {
-				key := fmt.Sprintf("k-%02d", i)
-				_, err := store.Enqueue(ctx, db, outbox.Event{Type: "t", AggregateKey: key, Sequence: 1,
-					IdempotencyKey: key, Destination: srv.URL + "/hook", Payload: map[string]int{"i": i}})
-				require.NoError(t, err)
-			}
-			obs := newObserved()
-			startBatch(t, db, store, "batcher", delivery.Config{Batch: 100}, obs)
-			obs.wait(t, 15*time.Second, "every event settled for good", func(h *history) bool { return len(h.records(isFinal)) == events })
-			var counts []struct {
-				Status string `bun:"delivery_status"`
-				N      int    `bun:"n"`
-			}
-			require.NoError(t, db.NewRaw(`SELECT delivery_status, count(*) AS n FROM kit_outbox GROUP BY 1`).Scan(ctx, &counts))
-			require.Len(t, counts, 1, "every event delivered, none failed: %+v", counts)
-			require.Equal(t, outbox.StatusDelivered, counts[0].Status, "every event delivered, none failed")
-			var attempts int
-			require.NoError(t, db.NewRaw(`SELECT count(*) FROM kit_outbox_attempts`).Scan(ctx, &attempts))
-			require.Equal(t, events, attempts, "a refused request is no attempt of its events")
+			b.serve(t, recv)
+			b.enqueueEach(t, b.url+"/hook", keys("k", events))
+			b.runWith(t, batchMode(delivery.Config{Owner: "batcher", Batch: 100}), delivery.Deps{})
+			b.observed.wait(t, 15*time.Second, "every event settled for good", func(h *history) bool { return len(h.records(isFinal)) == events })
+			require.Equal(t, events, b.count(t, `delivery_status = ?`, outbox.StatusDelivered), "every event delivered, none failed")
+			require.Len(t, b.attempts(t), events, "a refused request is no attempt of its events")
 
 			recv.mu.Lock()
 			defer recv.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
 
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/outbox"
@@ -144,6 +145,26 @@ func delivered(dest string) func(settlement) bool {
 // deferred matches a deferral, without a request, for the reason deferredBy.
 func deferred(deferredBy string) func(settlement) bool {
 	return func(s settlement) bool { return !s.out.Sent && s.out.DeferredBy == deferredBy }
+}
+
+// onFirstDeferral is an Observer that runs do right after the first outcome labelled
+// label (a deferral: circuit_open, paused), as another replica's change does when it
+// commits between this replica's look at the circuit and its deferral: that change's
+// own hastening came too early to see the deferred event.
+type onFirstDeferral struct {
+	t     *testing.T
+	label string
+	once  sync.Once
+	do    func() error
+}
+
+func (o *onFirstDeferral) Settled(_ context.Context, _ outbox.Record, out outbox.Outcome) {
+	if out.Label == o.label {
+		o.once.Do(func() { require.NoError(o.t, o.do()) })
+	}
+}
+
+func (o *onFirstDeferral) CircuitChanged(context.Context, string, breaker.Transition, outbox.Record) {
 }
 
 // signal wakes whoever waits at each fire: a test's way to wait for what happened

@@ -1,11 +1,9 @@
 package delivery_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,7 +22,7 @@ func TestSlowAttemptIsSettled(t *testing.T) {
 	for _, mode := range []string{delivery.ModeSingle, delivery.ModeBatch} {
 		t.Run(mode+"/never answers", func(t *testing.T) {
 			t.Parallel()
-			b, requests := slowReceiver(t, time.Minute, mode)
+			b, requests := slowReceiver(t, time.Minute)
 			b.enqueue(t, "agg-1", 1)
 			b.start(t, delivery.Config{Mode: mode, MaxAttempts: 2, Timeout: 5500 * time.Millisecond,
 				Lease: 8 * time.Second, Interval: time.Second})
@@ -41,7 +39,7 @@ func TestSlowAttemptIsSettled(t *testing.T) {
 		})
 		t.Run(mode+"/answers 200 slowly", func(t *testing.T) {
 			t.Parallel()
-			b, requests := slowReceiver(t, 5500*time.Millisecond, mode)
+			b, requests := slowReceiver(t, 5500*time.Millisecond)
 			b.enqueue(t, "agg-1", 1)
 			b.start(t, delivery.Config{Mode: mode, Timeout: 8 * time.Second, Lease: 12 * time.Second,
 				Interval: time.Second})
@@ -55,15 +53,14 @@ func TestSlowAttemptIsSettled(t *testing.T) {
 
 // slowReceiver answers every request, single or batch, 200 after delay (or when the
 // test ends), and counts the requests.
-func slowReceiver(t *testing.T, delay time.Duration, mode string) (*bundle, *atomic.Int64) {
+func slowReceiver(t *testing.T, delay time.Duration) (*bundle, *atomic.Int64) {
 	t.Helper()
-	b := setup(t)
+	b := newBundle(t)
 	var requests atomic.Int64
 	done := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
 		body, _ := io.ReadAll(r.Body) // so the server notices the client hang up
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		select {
 		case <-time.After(delay):
 		case <-done:
@@ -71,13 +68,8 @@ func slowReceiver(t *testing.T, delay time.Duration, mode string) (*bundle, *ato
 		case <-r.Context().Done():
 			return
 		}
-		if mode == delivery.ModeBatch {
-			answerBatch(w, r, func(string) int { return http.StatusOK })
-			return
-		}
-		w.WriteHeader(http.StatusOK)
+		acceptAll(w, r, body)
 	}))
-	t.Cleanup(func() { close(done); srv.Close() })
-	b.url = srv.URL
+	t.Cleanup(func() { close(done) })
 	return b, &requests
 }

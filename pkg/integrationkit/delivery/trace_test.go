@@ -2,13 +2,9 @@ package delivery_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +18,6 @@ import (
 	"handoff/pkg/integrationkit/backoff"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/outbox/outboxtest"
 	"handoff/pkg/integrationkit/tracing"
 	"handoff/pkg/integrationkit/webhook"
 )
@@ -31,11 +26,9 @@ import (
 // that checks the signature, then continues the trace of each request's traceparent
 // with a "receive" span of the same provider.
 type traceBundle struct {
-	db    *bun.DB
-	store *outbox.Store
+	*bundle
 	spans *tracetest.InMemoryExporter
 	tp    *sdktrace.TracerProvider
-	url   string
 
 	mu      sync.Mutex
 	headers []string // the traceparent of each request, "" when absent
@@ -56,13 +49,10 @@ func (e signalling) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySp
 
 func setupTrace(t *testing.T) *traceBundle {
 	t.Helper()
-	db, _, store := outboxtest.Setup(t)
-	b := &traceBundle{db: db, store: store, spans: tracetest.NewInMemoryExporter()}
+	b := &traceBundle{bundle: newBundle(t), spans: tracetest.NewInMemoryExporter()}
 	b.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(signalling{InMemoryExporter: b.spans, exported: &b.changed}))
 	t.Cleanup(func() { require.NoError(t, b.tp.Shutdown(context.Background())) })
-	srv := httptest.NewServer(http.HandlerFunc(b.receive))
-	t.Cleanup(srv.Close)
-	b.url = srv.URL
+	b.serve(t, http.HandlerFunc(b.receive))
 	return b
 }
 
@@ -79,21 +69,7 @@ func (b *traceBundle) receive(w http.ResponseWriter, r *http.Request) {
 	_, span := b.tp.Tracer("receiver").Start(tracing.Extract(r.Context(), r.Header), "receive",
 		trace.WithSpanKind(trace.SpanKindServer))
 	defer span.End()
-	if !strings.HasSuffix(r.URL.Path, "/batch") {
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	var req delivery.BatchRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var resp delivery.BatchResponse
-	for _, it := range req.Items {
-		resp.Items = append(resp.Items, delivery.BatchAnswer{IdempotencyKey: it.IdempotencyKey, Status: http.StatusOK})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(resp)
+	acceptAll(w, r, body)
 }
 
 // request writes one event of aggregate under a "request" span of its own, as a
@@ -102,11 +78,13 @@ func (b *traceBundle) request(t *testing.T, aggregate string) trace.SpanContext 
 	t.Helper()
 	ctx, span := b.tp.Tracer("api").Start(context.Background(), "request", trace.WithSpanKind(trace.SpanKindServer))
 	defer span.End()
-	b.enqueue(t, ctx, aggregate)
+	b.enqueueIn(t, ctx, aggregate)
 	return span.SpanContext()
 }
 
-func (b *traceBundle) enqueue(t *testing.T, ctx context.Context, aggregate string) {
+// enqueueIn writes one event of aggregate in a transaction of ctx, traced when ctx
+// holds a span.
+func (b *traceBundle) enqueueIn(t *testing.T, ctx context.Context, aggregate string) {
 	t.Helper()
 	err := b.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		_, err := b.store.Enqueue(ctx, tx, outbox.Event{Type: "thing.happened", AggregateKey: aggregate, Sequence: 1,
@@ -116,18 +94,12 @@ func (b *traceBundle) enqueue(t *testing.T, ctx context.Context, aggregate strin
 	require.NoError(t, err)
 }
 
-// run delivers with a dispatcher in mode, traced by tp (nil: untraced), until the
+// deliver delivers with a dispatcher in mode, traced by tp (nil: untraced), until the
 // test ends.
-func (b *traceBundle) run(t *testing.T, mode string, tp trace.TracerProvider) {
+func (b *traceBundle) deliver(t *testing.T, mode string, tp trace.TracerProvider) {
 	t.Helper()
-	d, err := delivery.New(b.db, b.store, webhook.NewSigner([][]byte{secret}),
-		delivery.Config{Mode: mode, Interval: time.Second, Backoff: backoff.Schedule{20 * time.Millisecond}},
-		delivery.Deps{Log: slog.New(slog.DiscardHandler), Guard: loopback(t), TracerProvider: tp})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	b.runWith(t, delivery.Config{Mode: mode, Interval: time.Second, Backoff: backoff.Schedule{20 * time.Millisecond}},
+		delivery.Deps{TracerProvider: tp})
 }
 
 // waitFor waits until the exporter holds n spans named name and returns every span.
@@ -180,7 +152,7 @@ func TestDeliveryContinuesTheWritersTrace(t *testing.T) {
 			req := b.request(t, "agg-1")
 			var stored string
 			require.NoError(t, b.db.NewRaw(`SELECT traceparent FROM kit_outbox`).Scan(context.Background(), &stored))
-			b.run(t, mode, b.tp)
+			b.deliver(t, mode, b.tp)
 
 			spans := b.waitFor(t, "delivery.deliver", 1)
 			enqueue, claim := one(t, spans, "outbox.enqueue"), one(t, spans, "outbox.claim")
@@ -213,7 +185,7 @@ func TestBatchOfSeveralTracesLinksEachEvent(t *testing.T) {
 	t.Parallel()
 	b := setupTrace(t)
 	first, second := b.request(t, "agg-1"), b.request(t, "agg-2")
-	b.run(t, delivery.ModeBatch, b.tp)
+	b.deliver(t, delivery.ModeBatch, b.tp)
 
 	spans := b.waitFor(t, "delivery.deliver", 1)
 	deliver, send, receive := one(t, spans, "delivery.deliver"), one(t, spans, "delivery.send"), one(t, spans, "receive")
@@ -241,14 +213,14 @@ func TestUntracedDispatcherPassesTheStoredContextOn(t *testing.T) {
 	t.Parallel()
 	b := setupTrace(t)
 	b.request(t, "agg-1")
-	b.enqueue(t, context.Background(), "agg-2")
+	b.enqueueIn(t, context.Background(), "agg-2")
 	var stored []string
 	require.NoError(t, b.db.NewRaw(`SELECT coalesce(traceparent, 'NULL') FROM kit_outbox ORDER BY aggregate_key`).
 		Scan(context.Background(), &stored))
 	require.Len(t, stored, 2)
 	require.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-01$`, stored[0])
 	require.Equal(t, "NULL", stored[1], "written untraced")
-	b.run(t, delivery.ModeSingle, nil)
+	b.deliver(t, delivery.ModeSingle, nil)
 
 	require.True(t, b.changed.await(10*time.Second, func() bool { return len(b.traceparents()) == 2 }), "two requests within 10 s")
 	require.ElementsMatch(t, []string{stored[0], ""}, b.traceparents())

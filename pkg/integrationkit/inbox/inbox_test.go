@@ -3,8 +3,6 @@ package inbox_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -23,6 +21,11 @@ ALTER TABLE test_inbox ADD COLUMN note text;
 CREATE TABLE effects (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key text NOT NULL);`)},
 	"000001_init.down.sql": {Data: []byte(`DROP TABLE effects; DROP TABLE test_inbox;`)},
 }
+
+// The inbox's contract (a key applied once, duplicates, key reuse, rollback,
+// concurrent copies, prior hashes) is the conformance suite's, which
+// conformance_test.go runs on this schema; the tests here hold what the suite leaves
+// to the inbox itself.
 
 type bundle struct {
 	db *bun.DB
@@ -67,61 +70,6 @@ func TestNewRejectsUnsafeTableNames(t *testing.T) {
 	}
 }
 
-func TestProcessAppliesOnceAndDetectsDuplicates(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-
-	out, err := b.in.Process(ctx, b.db, item(t, "k1", `{"a":1,"b":[1,2]}`), effect("k1", ""))
-	require.NoError(t, err)
-	require.Equal(t, inbox.Outcome{Result: inbox.ResultApplied}, out)
-
-	// Same content, other key order and whitespace: a duplicate, nothing applied.
-	out, err = b.in.Process(ctx, b.db, item(t, "k1", ` { "b" : [1, 2], "a": 1 }`), effect("k1", ""))
-	require.NoError(t, err)
-	require.Equal(t, inbox.Outcome{Duplicate: true, Result: inbox.ResultApplied}, out)
-
-	_, err = b.in.Process(ctx, b.db, item(t, "k1", `{"a":2,"b":[1,2]}`), effect("k1", ""))
-	require.ErrorIs(t, err, inbox.ErrKeyReuse)
-
-	require.Equal(t, 1, count(t, b.db, `SELECT count(*) FROM effects`))
-	require.Equal(t, 1, count(t, b.db, `SELECT count(*) FROM test_inbox WHERE note = 'n-k1'`))
-}
-
-func TestProcessStoresTheResultAndReturnsItForDuplicates(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-
-	out, err := b.in.Process(ctx, b.db, item(t, "k", `{}`), effect("k", "stale"))
-	require.NoError(t, err)
-	require.Equal(t, inbox.Outcome{Result: "stale"}, out)
-
-	out, err = b.in.Process(ctx, b.db, item(t, "k", `{}`), effect("k", "other"))
-	require.NoError(t, err)
-	require.Equal(t, inbox.Outcome{Duplicate: true, Result: "stale"}, out)
-}
-
-func TestProcessRollsBackTheRecordWhenApplyFails(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	notYet := errors.New("not yet")
-
-	_, err := b.in.Process(ctx, b.db, item(t, "k", `{}`), func(ctx context.Context, tx bun.Tx) (string, error) {
-		_, err := effect("k", "")(ctx, tx)
-		require.NoError(t, err)
-		return "", notYet
-	})
-	require.ErrorIs(t, err, notYet)
-	require.Equal(t, 0, count(t, b.db, `SELECT count(*) FROM test_inbox`))
-	require.Equal(t, 0, count(t, b.db, `SELECT count(*) FROM effects`))
-
-	out, err := b.in.Process(ctx, b.db, item(t, "k", `{}`), effect("k", ""))
-	require.NoError(t, err)
-	require.False(t, out.Duplicate)
-}
-
 func TestProcessRejectsInvalidItems(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -136,40 +84,6 @@ func TestProcessRejectsInvalidItems(t *testing.T) {
 		_, err := b.in.Process(ctx, b.db, it, effect("k", ""))
 		require.ErrorIs(t, err, inbox.ErrInvalidItem, name)
 	}
-}
-
-// Identical requests at the same instant, each in its own transaction, as many at
-// once as the pool has connections: the first insert wins, the others wait on the
-// primary key and then see a duplicate.
-func TestProcessConcurrentIdenticalRequestsApplyOnce(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	const n = 24
-	it := item(t, "same", `{"x":1}`)
-
-	start := make(chan struct{})
-	outs := make([]inbox.Outcome, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			outs[i], errs[i] = b.in.Process(context.Background(), b.db, it, effect("same", ""))
-		})
-	}
-	close(start)
-	wg.Wait()
-
-	applied := 0
-	for i := range n {
-		require.NoError(t, errs[i])
-		if !outs[i].Duplicate {
-			applied++
-		}
-	}
-	require.Equal(t, 1, applied)
-	require.Equal(t, 1, count(t, b.db, `SELECT count(*) FROM effects`))
-	require.Equal(t, 1, count(t, b.db, `SELECT count(*) FROM test_inbox`))
 }
 
 // A copy waiting behind a transaction that then rolls back proceeds and applies.
@@ -213,87 +127,4 @@ func TestProcessWaiterAppliesWhenTheFirstRollsBack(t *testing.T) {
 	require.NoError(t, got.err)
 	require.False(t, got.out.Duplicate)
 	require.Equal(t, 1, count(t, b.db, `SELECT count(*) FROM effects`))
-}
-
-func TestProcessTxUndoesOnlyTheFailingItem(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	bad := errors.New("bad item")
-
-	var outs []inbox.Outcome
-	var errs []error
-	err := b.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		for _, key := range []string{"a", "b", "a", "c"} {
-			apply := effect(key, "")
-			if key == "b" {
-				apply = func(ctx context.Context, tx bun.Tx) (string, error) {
-					_, err := effect("b", "")(ctx, tx)
-					require.NoError(t, err)
-					return "", bad
-				}
-			}
-			out, err := b.in.ProcessTx(ctx, tx, item(t, key, `{}`), apply)
-			outs = append(outs, out)
-			errs = append(errs, err)
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	require.NoError(t, errs[0])
-	require.ErrorIs(t, errs[1], bad)
-	require.NoError(t, errs[2])
-	require.True(t, outs[2].Duplicate, "the repeated key inside one batch is a duplicate")
-	require.NoError(t, errs[3])
-	require.Equal(t, 2, count(t, b.db, `SELECT count(*) FROM effects`))
-	require.Equal(t, 0, count(t, b.db, `SELECT count(*) FROM test_inbox WHERE idempotency_key = 'b'`))
-}
-
-// A record stored under an earlier form of the payload hash is a duplicate of an item
-// that names that form among its PriorHashes, alone or in a batch, and a reused key
-// otherwise; the record keeps the hash it was stored with.
-func TestPriorHashesMatchRecordsOfAnEarlierForm(t *testing.T) {
-	t.Parallel()
-	const stored = `{"id":"m-1","v":1}` // the request in the form an earlier release hashed
-	tests := map[string]struct {
-		prior     []string
-		duplicate bool
-	}{
-		"the stored form among them": {prior: []string{`{"id":"m-0","v":1}`, stored}, duplicate: true},
-		"no prior hashes":            {},
-		"another message's form":     {prior: []string{`{"id":"m-2","v":1}`}},
-	}
-	for name, tt := range tests {
-		for _, batch := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s, batch %v", name, batch), func(t *testing.T) {
-				t.Parallel()
-				b := setup(t)
-				ctx := context.Background()
-				old := item(t, "k", stored)
-				_, err := b.in.Process(ctx, b.db, old, effect("k", ""))
-				require.NoError(t, err)
-
-				it := item(t, "k", `{"v":1}`)
-				for _, p := range tt.prior {
-					it.PriorHashes = append(it.PriorHashes, item(t, "k", p).PayloadHash)
-				}
-				var out inbox.Outcome
-				if batch {
-					outs, berr := b.in.ProcessBatch(ctx, b.db, []inbox.Item{it}, batchEffects([]inbox.Item{it}, nil, nil))
-					require.NoError(t, berr)
-					out, err = outs[0].Outcome, outs[0].Err
-				} else {
-					out, err = b.in.Process(ctx, b.db, it, effect("k", ""))
-				}
-				if tt.duplicate {
-					require.NoError(t, err)
-					require.Equal(t, inbox.Outcome{Duplicate: true, Result: inbox.ResultApplied}, out)
-				} else {
-					require.ErrorIs(t, err, inbox.ErrKeyReuse)
-				}
-				require.Equal(t, 1, count(t, b.db, `SELECT count(*) FROM effects`))
-				require.Equal(t, 1, count(t, b.db, `SELECT count(*) FROM test_inbox WHERE payload_hash = ?`, old.PayloadHash))
-			})
-		}
-	}
 }

@@ -24,7 +24,7 @@ func (b *bundle) deadLetter(t *testing.T, id uuid.UUID) {
 	rec := b.claimOne(t, id)
 	dead := sent(outbox.StatusFailed, 422, "dead_letter")
 	dead.FailedReason = "rejected_by_receiver"
-	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, dead))
+	b.settle(t, rec, dead)
 }
 
 func (b *bundle) claimNone(t *testing.T) {
@@ -45,20 +45,17 @@ func TestSkipLetsTheAggregateGoOn(t *testing.T) {
 	b.deadLetter(t, head)
 	b.claimNone(t)
 
-	conn := b.listen(t)
-	got, err := b.store.Skip(b.ctx, b.db, head)
-	require.NoError(t, err)
-	requireNotified(t, conn)
+	got := notified(t, b, b.store.Skip, head)
 	require.Equal(t, outbox.StatusSkipped, got.Status)
 	require.NotNil(t, got.SkippedAt)
 	require.Equal(t, "rejected_by_receiver", got.FailedReason, "why it died stays")
 	require.Len(t, b.detail(t, head).AttemptLog, 1)
 
 	rec := b.claimOne(t, next)
-	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, sent(outbox.StatusDelivered, 200, "delivered")))
+	b.settle(t, rec, sent(outbox.StatusDelivered, 200, "delivered"))
 	b.claimNone(t)
 
-	_, err = b.store.Skip(b.ctx, b.db, head)
+	_, err := b.store.Skip(b.ctx, b.db, head)
 	require.ErrorIs(t, err, outbox.ErrNotDeadLetter, "skipped already")
 	_, err = b.store.Skip(b.ctx, b.db, next)
 	require.ErrorIs(t, err, outbox.ErrNotDeadLetter, "delivered")
@@ -101,10 +98,7 @@ func TestSkipMatchingIsBoundedAndItsCountChangesNothing(t *testing.T) {
 		require.Equal(t, outbox.StatusFailed, b.detail(t, id).Status, "a count changes nothing")
 	}
 
-	conn := b.listen(t)
-	res, err := b.store.SkipMatching(b.ctx, b.db, outbox.Filter{Type: "type.a", Limit: 3})
-	require.NoError(t, err)
-	requireNotified(t, conn)
+	res := notified(t, b, b.store.SkipMatching, outbox.Filter{Type: "type.a", Limit: 3})
 	require.Equal(t, 3, res.Count)
 	require.True(t, res.More)
 	require.Equal(t, dead[:3], ids(res.Changed))
@@ -161,14 +155,11 @@ func TestResendSendsADeliveredEventAgainUnderItsKey(t *testing.T) {
 	b := setup(t)
 	first := b.enqueue(t, "agg", 1, "thing.created")
 	rec := b.claimOne(t, first)
-	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, sent(outbox.StatusDelivered, 200, "delivered")))
+	b.settle(t, rec, sent(outbox.StatusDelivered, 200, "delivered"))
 	_, err := b.store.Resend(b.ctx, b.db, b.enqueue(t, "agg", 2, "thing.changed"))
 	require.ErrorIs(t, err, outbox.ErrNotDelivered, "a pending event is retried, not resent")
 
-	conn := b.listen(t)
-	got, err := b.store.Resend(b.ctx, b.db, first)
-	require.NoError(t, err)
-	requireNotified(t, conn)
+	got := notified(t, b, b.store.Resend, first)
 	require.Equal(t, outbox.StatusPending, got.Status)
 	require.Nil(t, got.DeliveredAt)
 	require.Zero(t, got.Attempts)
@@ -180,7 +171,7 @@ func TestResendSendsADeliveredEventAgainUnderItsKey(t *testing.T) {
 	require.Equal(t, first, recs[0].ID)
 	require.Equal(t, "thing.created:agg:1", recs[0].IdempotencyKey)
 	require.Equal(t, 1, recs[0].Requests, "the next request is X-Attempt 2")
-	require.NoError(t, b.store.Settle(b.ctx, b.db, recs[0], sent(outbox.StatusDelivered, 200, "delivered")))
+	b.settle(t, recs[0], sent(outbox.StatusDelivered, 200, "delivered"))
 	require.Len(t, b.detail(t, first).AttemptLog, 2)
 
 	_, err = b.store.Resend(b.ctx, b.db, uuid.New())

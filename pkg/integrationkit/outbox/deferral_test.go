@@ -24,7 +24,7 @@ func TestDeferralKeepsTheLastErrorAndIsHastened(t *testing.T) {
 		b.exec(t, `UPDATE kit_outbox SET next_attempt_at = now() WHERE id = ?`, id)
 		out := sent(outbox.StatusPending, 503, "retry")
 		out.RetryIn = time.Hour
-		require.NoError(t, b.store.Settle(b.ctx, b.db, b.claimOne(t, id), out))
+		b.settle(t, b.claimOne(t, id), out)
 	}
 	b.exec(t, `UPDATE kit_outbox SET next_attempt_at = now() WHERE id = ?`, deferred)
 	rec := b.claimOne(t, deferred)
@@ -42,6 +42,6 @@ func TestDeferralKeepsTheLastErrorAndIsHastened(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n, "only the deferred event is hastened")
 	rec = b.claimOne(t, deferred)
-	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, sent(outbox.StatusDelivered, 200, "delivered")))
+	b.settle(t, rec, sent(outbox.StatusDelivered, 200, "delivered"))
 	require.Nil(t, b.detail(t, deferred).DeferredAt, "a real request clears the deferral")
 }

@@ -85,6 +85,23 @@ func (b *bundle) listen(t *testing.T) *pgx.Conn {
 	return conn
 }
 
+// settle settles rec with out.
+func (b *bundle) settle(t *testing.T, rec outbox.Record, out outbox.Outcome) {
+	t.Helper()
+	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, out))
+}
+
+// notified runs an operator's change of the store on arg, requires it to succeed and
+// to wake the dispatchers, and returns what it returned.
+func notified[A, R any](t *testing.T, b *bundle, change func(context.Context, bun.IDB, A) (R, error), arg A) R {
+	t.Helper()
+	conn := b.listen(t)
+	got, err := change(b.ctx, b.db, arg)
+	require.NoError(t, err)
+	requireNotified(t, conn)
+	return got
+}
+
 func requireNotified(t *testing.T, conn *pgx.Conn) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -101,21 +118,18 @@ func TestRetryReplaysADeadLetterKeepingItsHistory(t *testing.T) {
 	id := b.enqueue(t, "agg-1", 1, "thing.done")
 
 	rec := b.claimOne(t, id)
-	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, sent(outbox.StatusPending, 503, "retry")))
+	b.settle(t, rec, sent(outbox.StatusPending, 503, "retry"))
 	rec = b.claimOne(t, id)
 	dead := sent(outbox.StatusFailed, 400, "dead_letter")
 	dead.FailedReason = "rejected: HTTP 400"
-	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, dead))
+	b.settle(t, rec, dead)
 
 	before := b.detail(t, id)
 	require.Equal(t, outbox.StatusFailed, before.Status)
 	require.Equal(t, 2, before.Attempts)
 	require.Equal(t, "rejected: HTTP 400", before.FailedReason)
 
-	conn := b.listen(t)
-	got, err := b.store.Retry(b.ctx, b.db, id)
-	require.NoError(t, err)
-	requireNotified(t, conn)
+	got := notified(t, b, b.store.Retry, id)
 
 	require.Equal(t, outbox.StatusPending, got.Status)
 	require.Zero(t, got.Attempts, "the budget is reset")
@@ -128,7 +142,7 @@ func TestRetryReplaysADeadLetterKeepingItsHistory(t *testing.T) {
 
 	rec = b.claimOne(t, id)
 	require.Equal(t, 2, rec.Requests, "the next request is X-Attempt 3")
-	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, sent(outbox.StatusDelivered, 200, "delivered")))
+	b.settle(t, rec, sent(outbox.StatusDelivered, 200, "delivered"))
 	after := b.detail(t, id)
 	require.Equal(t, outbox.StatusDelivered, after.Status)
 	require.Len(t, after.AttemptLog, 3)
@@ -145,7 +159,7 @@ func TestRetryRefusesWhatItMustNotTouch(t *testing.T) {
 	b := setup(t)
 	delivered := b.enqueue(t, "agg-d", 1, "thing.done")
 	rec := b.claimOne(t, delivered)
-	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, sent(outbox.StatusDelivered, 200, "delivered")))
+	b.settle(t, rec, sent(outbox.StatusDelivered, 200, "delivered"))
 
 	_, err := b.store.Retry(b.ctx, b.db, delivered)
 	require.ErrorIs(t, err, outbox.ErrDelivered)
@@ -173,7 +187,7 @@ func TestRetryHastensAPendingEvent(t *testing.T) {
 	rec := b.claimOne(t, id)
 	later := sent(outbox.StatusPending, 503, "retry")
 	later.RetryIn = time.Hour
-	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, later))
+	b.settle(t, rec, later)
 
 	got, err := b.store.Retry(b.ctx, b.db, id)
 	require.NoError(t, err)
@@ -358,7 +372,7 @@ func TestAggregateListsEventsInSequenceWithAttempts(t *testing.T) {
 	second := b.enqueue(t, "agg", 2, "x.changed")
 	b.exec(t, `UPDATE kit_outbox SET created_at = now() - interval '1 hour' WHERE id = ?`, second)
 	rec := b.claimOne(t, first)
-	require.NoError(t, b.store.Settle(b.ctx, b.db, rec, sent(outbox.StatusDelivered, 200, "delivered")))
+	b.settle(t, rec, sent(outbox.StatusDelivered, 200, "delivered"))
 	b.enqueue(t, "other", 1, "x.created")
 
 	got, err := b.store.Aggregate(b.ctx, b.db, "agg")

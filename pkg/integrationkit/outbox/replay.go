@@ -49,48 +49,37 @@ func (s *Store) Retry(ctx context.Context, db bun.IDB, id uuid.UUID) (StoredEven
 // Delivered and skipped events are never touched. Rows locked by a concurrent writer
 // are skipped, not waited for.
 func (s *Store) RetryMatching(ctx context.Context, db bun.IDB, f Filter) (BulkResult, error) {
-	f, err := retryFilter(f)
-	if err != nil {
-		return BulkResult{}, err
-	}
-	return s.changeMatching(ctx, db, f, s.retryable, replaySet)
+	return s.changeBulk(ctx, db, f, replay)
 }
 
 // CountRetryable is RetryMatching's dry run: it checks f the same way and says how
 // many events RetryMatching would replay now, and whether more would remain, without
 // writing anything.
 func (s *Store) CountRetryable(ctx context.Context, db bun.IDB, f Filter) (BulkResult, error) {
-	f, err := retryFilter(f)
-	if err != nil {
-		return BulkResult{}, err
-	}
-	return s.countMatching(ctx, db, f, s.retryable)
+	return s.countBulk(ctx, db, f, replay)
 }
 
-// retryFilter checks a filter of RetryMatching and fills in its defaults.
-func retryFilter(f Filter) (Filter, error) {
-	if f.Status == "" {
-		f.Status = StatusFailed
-	}
-	switch {
-	case f.Status == StatusDelivered:
-		return f, &FilterError{Field: "status", Detail: "delivered events are never retried; use failed or pending"}
-	case f.Status == StatusSkipped:
-		return f, &FilterError{Field: "status", Detail: "skipped events are never retried; use failed or pending"}
-	case f.After != nil:
-		return f, &FilterError{Field: "cursor", Detail: "a retry takes no cursor"}
-	}
-	return f, f.normalize(DefaultRetryLimit, MaxRetryLimit)
-}
-
-// retryable selects the events RetryMatching may replay under f. An event it has just
-// replayed no longer matches (it is pending and due now), so the same query after the
-// update says whether more remain.
-func (s *Store) retryable(db bun.IDB, f Filter) *bun.SelectQuery {
-	q := f.apply(db.NewSelect().TableExpr("?", bun.Ident(s.table)))
-	if f.Status == StatusPending {
-		q = q.Where("next_attempt_at > now()").
-			Where("(lease_expires_at IS NULL OR lease_expires_at <= now())")
-	}
-	return q
+// replay is RetryMatching's change. An event it has just replayed no longer matches
+// (it is pending and due now), so the same query after the update says whether more
+// remain.
+var replay = bulkChange{
+	verb: "retry",
+	refuse: func(status string) string {
+		switch status {
+		case StatusDelivered:
+			return "delivered events are never retried; use failed or pending"
+		case StatusSkipped:
+			return "skipped events are never retried; use failed or pending"
+		}
+		return ""
+	},
+	selects: func(s *Store, db bun.IDB, f Filter) *bun.SelectQuery {
+		q := f.apply(db.NewSelect().TableExpr("?", bun.Ident(s.table)))
+		if f.Status == StatusPending {
+			q = q.Where("next_attempt_at > now()").
+				Where("(lease_expires_at IS NULL OR lease_expires_at <= now())")
+		}
+		return q
+	},
+	set: replaySet,
 }

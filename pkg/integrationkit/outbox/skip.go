@@ -35,38 +35,27 @@ func (s *Store) Skip(ctx context.Context, db bun.IDB, id uuid.UUID) (StoredEvent
 // be failed (the default): only dead letters are skipped. Rows locked by a concurrent
 // writer are skipped over, not waited for.
 func (s *Store) SkipMatching(ctx context.Context, db bun.IDB, f Filter) (BulkResult, error) {
-	f, err := skipFilter(f)
-	if err != nil {
-		return BulkResult{}, err
-	}
-	return s.changeMatching(ctx, db, f, s.skippable, skipSet)
+	return s.changeBulk(ctx, db, f, skip)
 }
 
 // CountSkippable is SkipMatching's dry run: it checks f the same way and says how
 // many dead letters SkipMatching would skip now, and whether more would remain,
 // without writing anything.
 func (s *Store) CountSkippable(ctx context.Context, db bun.IDB, f Filter) (BulkResult, error) {
-	f, err := skipFilter(f)
-	if err != nil {
-		return BulkResult{}, err
-	}
-	return s.countMatching(ctx, db, f, s.skippable)
+	return s.countBulk(ctx, db, f, skip)
 }
 
-func skipFilter(f Filter) (Filter, error) {
-	if f.Status == "" {
-		f.Status = StatusFailed
-	}
-	switch {
-	case f.Status != StatusFailed:
-		return f, &FilterError{Field: "status", Detail: "only dead letters are skipped; use failed"}
-	case f.After != nil:
-		return f, &FilterError{Field: "cursor", Detail: "a skip takes no cursor"}
-	}
-	return f, f.normalize(DefaultRetryLimit, MaxRetryLimit)
-}
-
-// skippable selects the dead letters matching f (f.Status is failed).
-func (s *Store) skippable(db bun.IDB, f Filter) *bun.SelectQuery {
-	return f.apply(db.NewSelect().TableExpr("?", bun.Ident(s.table)))
+// skip is SkipMatching's change: the dead letters matching the filter.
+var skip = bulkChange{
+	verb: "skip",
+	refuse: func(status string) string {
+		if status != StatusFailed {
+			return "only dead letters are skipped; use failed"
+		}
+		return ""
+	},
+	selects: func(s *Store, db bun.IDB, f Filter) *bun.SelectQuery {
+		return f.apply(db.NewSelect().TableExpr("?", bun.Ident(s.table)))
+	},
+	set: skipSet,
 }

@@ -2,7 +2,6 @@ package pager
 
 import (
 	"context"
-	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -33,13 +32,7 @@ func (p *Pager) owe() {
 func (p *Pager) sweepLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		p.sweep(ctx)
-		t := time.NewTimer(p.cfg.Poll)
-		select {
-		case <-ctx.Done():
-		case <-p.owed:
-		case <-t.C:
-		}
-		t.Stop()
+		pause(ctx, p.owed, p.cfg.Poll)
 	}
 }
 

@@ -20,13 +20,18 @@ func (p *Pager) sendLoop(ctx context.Context) {
 		if d, ok, err := p.store.nextDue(ctx, p.db); err == nil && ok {
 			wait = min(wait, max(d, 0)+10*time.Millisecond)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-p.wake:
-		case <-t.C:
-		}
-		t.Stop()
+		pause(ctx, p.wake, wait)
+	}
+}
+
+// pause waits d, or until wake fires or ctx ends, whichever comes first.
+func pause(ctx context.Context, wake <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-wake:
+	case <-t.C:
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // A key is applied once; a copy with the same content, however encoded, is a
 // duplicate, one with other content a reused key, and neither applies anything.
 func exerciseOnce(t *testing.T, s *suite) {
-	out := s.process(t, s.item(t, "k1", `{"a":1,"b":[1,2]}`), effect("k1", ""))
+	first := s.item(t, "k1", `{"a":1,"b":[1,2]}`)
+	out := s.process(t, first, effect("k1", ""))
 	require.Equal(t, inbox.Outcome{Result: inbox.ResultApplied}, out)
 
 	out = s.process(t, s.item(t, "k1", ` { "b" : [1, 2], "a": 1 }`), never(t))
@@ -26,6 +27,7 @@ func exerciseOnce(t *testing.T, s *suite) {
 
 	require.Equal(t, 1, s.effectsOf(t, "k1"))
 	require.Equal(t, 1, s.records(t, "k1"))
+	require.EqualValues(t, 1, s.stored(t, first), "the record keeps the first copy's hash and columns")
 }
 
 // The result apply returns is stored and is what every duplicate answers.
@@ -37,14 +39,21 @@ func exerciseResult(t *testing.T, s *suite) {
 }
 
 // A record stored under an earlier form of the hash is a duplicate of an item naming
-// that form among its PriorHashes, alone or in a batch, and a reused key otherwise.
+// that form among its PriorHashes, alone or in a batch, and a reused key otherwise;
+// the record keeps the hash it was stored with.
 func exercisePriorHashes(t *testing.T, s *suite) {
 	old := s.item(t, "k", `{"id":"m-1","v":1}`)
 	s.process(t, old, effect("k", ""))
 
 	it := s.item(t, "k", `{"v":1}`)
-	_, err := s.in.Process(s.ctx, s.db, it, never(t))
-	require.ErrorIs(t, err, inbox.ErrKeyReuse)
+	for _, prior := range [][][]byte{nil, {s.item(t, "k", `{"id":"m-2","v":1}`).PayloadHash}} {
+		it.PriorHashes = prior // none, or another message's form
+		_, err := s.in.Process(s.ctx, s.db, it, never(t))
+		require.ErrorIs(t, err, inbox.ErrKeyReuse)
+		outs, err := s.in.ProcessBatch(s.ctx, s.db, []inbox.Item{it}, batchEffects([]inbox.Item{it}, nil))
+		require.NoError(t, err)
+		require.ErrorIs(t, outs[0].Err, inbox.ErrKeyReuse)
+	}
 
 	it.PriorHashes = [][]byte{s.item(t, "k", `{"id":"m-0"}`).PayloadHash, old.PayloadHash}
 	out := s.process(t, it, never(t))
@@ -53,6 +62,7 @@ func exercisePriorHashes(t *testing.T, s *suite) {
 	require.NoError(t, err)
 	require.Equal(t, []inbox.BatchOutcome{{Outcome: out}}, outs)
 	require.Equal(t, 1, s.effectsOf(t, "k"))
+	require.EqualValues(t, 1, s.stored(t, old), "the record keeps the hash it was stored with")
 }
 
 // An apply error rolls back the record with the change, so the key can be tried

@@ -113,6 +113,20 @@ func (s *suite) records(t *testing.T, key string) int {
 	return n
 }
 
+// stored counts the inbox records of it as it came: its key, its payload hash and
+// the adopter's columns with their values.
+func (s *suite) stored(t *testing.T, it inbox.Item) int64 {
+	t.Helper()
+	q := s.db.NewSelect().TableExpr("?", bun.Ident(s.table)).
+		Where("idempotency_key = ?", it.Key).Where("payload_hash = ?", it.PayloadHash)
+	for col, v := range it.Columns {
+		q = q.Where("? IS NOT DISTINCT FROM ?", bun.Ident(col), v)
+	}
+	n, err := q.Count(s.ctx)
+	require.NoError(t, err)
+	return n
+}
+
 // process runs Process and requires it to succeed.
 func (s *suite) process(t *testing.T, it inbox.Item, apply inbox.ApplyFunc) inbox.Outcome {
 	t.Helper()
