@@ -49,9 +49,9 @@ func (h harness) batchRequest(t testing.TB, body []byte) *http.Request {
 // answers decodes a 200 batch answer.
 func answers(t *testing.T, r response) []webhookapi.ItemAnswer {
 	t.Helper()
-	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	var resp webhookapi.BatchResponse
-	require.NoError(t, json.Unmarshal(r.body, &resp))
+	require.NoError(t, json.Unmarshal(r.Body, &resp))
 	return resp.Items
 }
 
@@ -169,9 +169,9 @@ func TestConcurrentShuffledBatchesAndSinglesApplyEachEventOnce(t *testing.T) {
 	fresh := map[string]int{}
 	for i, r := range concurrently(t, reqs) {
 		if i%2 == 1 {
-			require.Equal(t, http.StatusOK, r.status, string(r.body))
+			require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 			var ack webhookapi.Ack
-			require.NoError(t, json.Unmarshal(r.body, &ack))
+			require.NoError(t, json.Unmarshal(r.Body, &ack))
 			if !ack.Duplicate {
 				fresh[reqs[i].Header.Get(webhookapi.HeaderIdempotencyKey)]++
 			}

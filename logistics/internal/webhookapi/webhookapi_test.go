@@ -100,9 +100,9 @@ func TestConcurrentIdenticalWebhooksApplyOnce(t *testing.T) {
 
 	answers := map[string]int{}
 	for _, r := range resps {
-		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 		var ack webhookapi.Ack
-		require.NoError(t, json.Unmarshal(r.body, &ack))
+		require.NoError(t, json.Unmarshal(r.Body, &ack))
 		answers[string(marshal(t, ack))]++
 	}
 	require.Equal(t, map[string]int{applied: 1, duplicate: n - 1}, answers)
@@ -316,8 +316,8 @@ func TestMalformedEventsAre400(t *testing.T) {
 	for name, body := range tests {
 		t.Run(name, func(t *testing.T) {
 			r := do(t, h.request(t, "invoice.paid:"+name, body))
-			require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
-			require.Equal(t, "application/problem+json", r.header.Get("Content-Type"))
+			require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+			require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"))
 		})
 	}
 	require.Equal(t, counts{}, h.counts(t))
@@ -331,7 +331,7 @@ func TestRefundBeforeTheShipmentExistsIs409(t *testing.T) {
 
 	r := h.send(t, refund)
 	requireProblem(t, r, http.StatusConflict, "not-yet-applicable")
-	require.Equal(t, "5", r.header.Get("Retry-After"))
+	require.Equal(t, "5", r.Header.Get("Retry-After"))
 	require.Equal(t, counts{}, h.counts(t))
 
 	requireOK(t, h.send(t, envelope(shipment.InvoicePaid, inv, 2)), applied)
