@@ -142,9 +142,7 @@ func TestConcurrentIdenticalBatchesApplyEachEventOnce(t *testing.T) {
 	}
 	require.Equal(t, counts{processed: 100, shipments: 50, history: 100}, h.counts(t))
 	for _, inv := range invoices {
-		state, version := h.shipmentOf(t, inv)
-		require.Equal(t, "waiting", state)
-		require.EqualValues(t, 2, version)
+		h.requireShipment(t, inv, "waiting", 2)
 	}
 }
 
@@ -384,9 +382,7 @@ func TestBatchAppliesAnInvoicesEventsInSequence(t *testing.T) {
 		require.Equal(t, ok(a.IdempotencyKey, false, false), a)
 	}
 	for _, inv := range []uuid.UUID{inOrder, reversed} {
-		state, version := h.shipmentOf(t, inv)
-		require.Equal(t, "waiting", state)
-		require.EqualValues(t, 2, version)
+		h.requireShipment(t, inv, "waiting", 2)
 		require.Equal(t, []string{" → awaiting_payment (invoice.issued)", "awaiting_payment → waiting (invoice.paid)"},
 			h.history(t, inv))
 	}

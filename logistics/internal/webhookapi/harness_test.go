@@ -164,3 +164,11 @@ func (h harness) shipmentOf(t *testing.T, invoice uuid.UUID) (string, int64) {
 	require.NoError(t, err)
 	return state, version
 }
+
+// requireShipment checks the state and version of the invoice's shipment.
+func (h harness) requireShipment(t *testing.T, invoice uuid.UUID, state string, version int64) {
+	t.Helper()
+	gotState, gotVersion := h.shipmentOf(t, invoice)
+	require.Equal(t, state, gotState)
+	require.Equal(t, version, gotVersion)
+}

@@ -36,9 +36,7 @@ func TestNewEventIsApplied(t *testing.T) {
 	requireOK(t, h.send(t, envelope(shipment.InvoicePaid, inv, 2)), applied)
 
 	require.Equal(t, counts{processed: 1, shipments: 1, history: 1}, h.counts(t))
-	state, version := h.shipmentOf(t, inv)
-	require.Equal(t, "waiting", state)
-	require.EqualValues(t, 1, version)
+	h.requireShipment(t, inv, "waiting", 1)
 	var result, eventType string
 	err := h.db.NewRaw(`SELECT result, event_type FROM logistics_processed_events WHERE invoice_id = ?`, inv).
 		Scan(context.Background(), &result, &eventType)
@@ -57,9 +55,7 @@ func TestIssuedThenPaidMovesTheShipment(t *testing.T) {
 	require.Equal(t, "awaiting_payment", state)
 
 	requireOK(t, h.send(t, envelope(shipment.InvoicePaid, inv, 2)), applied)
-	state, version := h.shipmentOf(t, inv)
-	require.Equal(t, "waiting", state)
-	require.EqualValues(t, 2, version)
+	h.requireShipment(t, inv, "waiting", 2)
 	require.Equal(t, counts{processed: 2, shipments: 1, history: 2}, h.counts(t))
 }
 
@@ -336,9 +332,7 @@ func TestRefundBeforeTheShipmentExistsIs409(t *testing.T) {
 
 	requireOK(t, h.send(t, envelope(shipment.InvoicePaid, inv, 2)), applied)
 	requireOK(t, h.send(t, refund), applied)
-	state, version := h.shipmentOf(t, inv)
-	require.Equal(t, "cancelled", state)
-	require.EqualValues(t, 2, version)
+	h.requireShipment(t, inv, "cancelled", 2)
 }
 
 func TestStaleEventIsRecordedAndChangesNothing(t *testing.T) {
@@ -353,9 +347,7 @@ func TestStaleEventIsRecordedAndChangesNothing(t *testing.T) {
 	requireOK(t, h.send(t, issued), `{"status":"ok","duplicate":true,"stale":true}`)
 
 	require.Equal(t, counts{processed: before.processed + 1, shipments: 1, history: before.history}, h.counts(t))
-	state, version := h.shipmentOf(t, inv)
-	require.Equal(t, "waiting", state)
-	require.EqualValues(t, 1, version)
+	h.requireShipment(t, inv, "waiting", 1)
 	var result string
 	err := h.db.NewRaw(`SELECT result FROM logistics_processed_events WHERE idempotency_key = ?`, keyOf(issued)).
 		Scan(context.Background(), &result)
