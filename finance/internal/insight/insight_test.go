@@ -10,10 +10,9 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
+	"handoff/finance/internal/financetest"
 	"handoff/finance/internal/insight"
-	"handoff/migrations"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/pgtest"
 )
 
 func TestMain(m *testing.M) {
@@ -28,7 +27,7 @@ type bundle struct {
 
 func setup(t testing.TB) *bundle {
 	t.Helper()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	db := financetest.NewDB(t)
 	store, err := insight.New(db)
 	require.NoError(t, err)
 	return &bundle{ctx: context.Background(), db: db, store: store}

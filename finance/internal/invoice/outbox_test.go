@@ -5,10 +5,9 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"handoff/finance/internal/financetest"
 	"handoff/finance/internal/invoice"
-	"handoff/migrations"
 	"handoff/pkg/integrationkit/outbox/outboxtest"
-	"handoff/pkg/integrationkit/pgtest"
 )
 
 // The kit's outbox keeps its contract on finance's own table, as finance's
@@ -16,7 +15,6 @@ import (
 func TestOutboxConformsOnFinanceOutbox(t *testing.T) {
 	t.Parallel()
 	outboxtest.Exercise(t, func(t *testing.T) *bun.DB {
-		db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
-		return db
+		return financetest.NewDB(t)
 	}, invoice.OutboxTable)
 }

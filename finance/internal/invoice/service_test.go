@@ -1,21 +1,13 @@
 package invoice_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"handoff/finance/internal/invoice"
-	"handoff/migrations"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/pgtest"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const destination = "http://127.0.0.1:8082/webhooks/finance"
 
 func TestConfigNeedsAnAbsoluteURL(t *testing.T) {
 	t.Parallel()
@@ -29,51 +21,43 @@ func TestConfigNeedsAnAbsoluteURL(t *testing.T) {
 // the payment it belongs to was rolled back with it.
 func TestPaymentAndEventCommitTogether(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
-	svc, err := invoice.NewService(db, invoice.Config{Destination: destination})
-	require.NoError(t, err)
+	b := setup(t)
 	total := int64(500)
-	inv, err := svc.Issue(ctx, invoice.NewInvoice{CustomerID: "cust-1", Currency: "SEK", TotalMinor: &total})
+	inv, err := b.Invoices.Issue(b.Ctx, invoice.NewInvoice{CustomerID: "cust-1", Currency: "SEK", TotalMinor: &total})
 	require.NoError(t, err)
 
-	ob, err := outbox.NewStore(invoice.OutboxTable)
-	require.NoError(t, err)
-	_, err = ob.Enqueue(ctx, db, outbox.Event{Type: "x", AggregateKey: "elsewhere", Sequence: 1,
+	_, err = b.Outbox.Enqueue(b.Ctx, b.DB, outbox.Event{Type: "x", AggregateKey: "elsewhere", Sequence: 1,
 		IdempotencyKey: "invoice.paid:" + inv.ID.String() + ":pay-1", Destination: destination, Payload: map[string]any{}})
 	require.NoError(t, err)
 
-	_, err = svc.Pay(ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-1", AmountMinor: total})
+	_, err = b.Invoices.Pay(b.Ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-1", AmountMinor: total})
 	require.ErrorIs(t, err, outbox.ErrDuplicate)
 
-	got, err := svc.Get(ctx, inv.ID)
+	got, err := b.Invoices.Get(b.Ctx, inv.ID)
 	require.NoError(t, err)
 	require.Equal(t, invoice.StatusIssued, got.Status)
 	require.Zero(t, got.PaidMinor)
 	require.EqualValues(t, 1, got.EventSeq)
-	payments, err := db.NewSelect().Table("payments").Count(ctx)
+	payments, err := b.DB.NewSelect().Table("payments").Count(b.Ctx)
 	require.NoError(t, err)
 	require.Zero(t, payments)
 }
 
 func TestInvoiceNumbersFollowIssueOrder(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
-	svc, err := invoice.NewService(db, invoice.Config{Destination: destination})
-	require.NoError(t, err)
+	b := setup(t)
 	total := int64(1)
 
-	_, err = svc.Issue(ctx, invoice.NewInvoice{CustomerID: "c", Currency: "NOPE", TotalMinor: &total})
+	_, err := b.Invoices.Issue(b.Ctx, invoice.NewInvoice{CustomerID: "c", Currency: "NOPE", TotalMinor: &total})
 	require.Error(t, err)
 	for _, want := range []string{"INV-000001", "INV-000002"} {
-		inv, err := svc.Issue(ctx, invoice.NewInvoice{CustomerID: "c", Currency: "EUR", TotalMinor: &total})
+		inv, err := b.Invoices.Issue(b.Ctx, invoice.NewInvoice{CustomerID: "c", Currency: "EUR", TotalMinor: &total})
 		require.NoError(t, err)
 		require.Equal(t, want, inv.Number)
 	}
-	_, err = db.NewRaw(`SELECT setval(pg_get_serial_sequence('invoices', 'seq'), 1234567)`).Exec(ctx)
+	_, err = b.DB.NewRaw(`SELECT setval(pg_get_serial_sequence('invoices', 'seq'), 1234567)`).Exec(b.Ctx)
 	require.NoError(t, err)
-	inv, err := svc.Issue(ctx, invoice.NewInvoice{CustomerID: "c", Currency: "EUR", TotalMinor: &total})
+	inv, err := b.Invoices.Issue(b.Ctx, invoice.NewInvoice{CustomerID: "c", Currency: "EUR", TotalMinor: &total})
 	require.NoError(t, err)
 	require.Equal(t, "INV-1234568", inv.Number, "numbers grow past six digits instead of being cut")
 }

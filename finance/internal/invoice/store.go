@@ -94,11 +94,8 @@ func (store) invoice(ctx context.Context, db bun.IDB, id uuid.UUID, lock bool) (
 	var r invoiceRow
 	err := pgdb.Prepared(db).QueryRow(ctx, query, []any{id}, &r.ID, &r.Seq, &r.Number, &r.CustomerID,
 		&r.Currency, &r.TotalMinor, &r.PaidMinor, &r.Status, &r.EventSeq, &r.CreatedAt, &r.UpdatedAt)
-	if err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return Invoice{}, ErrNotFound
-		}
-		return Invoice{}, fmt.Errorf("select invoice: %w", err)
+	if err := oneRow(err, ErrNotFound, "select invoice"); err != nil {
+		return Invoice{}, err
 	}
 	return r.invoice(), nil
 }
@@ -110,11 +107,9 @@ const selectInvoice = `SELECT id, seq, number, customer_id, currency, total_mino
 // invoiceBySeq reads the invoice numbered seq (INV-<seq>) without its lines.
 func (store) invoiceBySeq(ctx context.Context, db bun.IDB, seq int64) (Invoice, error) {
 	var row invoiceRow
-	if err := db.NewSelect().Model(&row).Where("seq = ?", seq).Scan(ctx); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return Invoice{}, ErrNotFound
-		}
-		return Invoice{}, fmt.Errorf("select invoice: %w", err)
+	err := db.NewSelect().Model(&row).Where("seq = ?", seq).Scan(ctx)
+	if err := oneRow(err, ErrNotFound, "select invoice"); err != nil {
+		return Invoice{}, err
 	}
 	return row.invoice(), nil
 }
@@ -218,13 +213,7 @@ func (store) insertPayment(ctx context.Context, db bun.IDB, p *Payment) error {
 	err := pgdb.Prepared(db).QueryRow(ctx, `INSERT INTO payments (payment_id, invoice_id, amount_minor)
 		VALUES ($1, $2, $3) ON CONFLICT (payment_id) DO NOTHING RETURNING created_at`,
 		[]any{p.PaymentID, p.InvoiceID, p.AmountMinor}, &p.CreatedAt)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return ErrPaymentExists
-	case err != nil:
-		return fmt.Errorf("insert payment: %w", err)
-	}
-	return nil
+	return oneRow(err, ErrPaymentExists, "insert payment")
 }
 
 // insertRefund records r, filling in CreatedAt; ErrRefundExists when its id is
@@ -233,11 +222,17 @@ func (store) insertRefund(ctx context.Context, db bun.IDB, r *Refund) error {
 	err := db.NewRaw(`INSERT INTO refunds (refund_id, invoice_id, amount_minor, reason) VALUES (?, ?, ?, ?)
 		ON CONFLICT (refund_id) DO NOTHING RETURNING created_at`,
 		r.RefundID, r.InvoiceID, r.AmountMinor, r.Reason).Scan(ctx, &r.CreatedAt)
+	return oneRow(err, ErrRefundExists, "insert refund")
+}
+
+// oneRow reads the error of a statement that returns one row or none: none when it
+// returned no row, err wrapped in what it did otherwise.
+func oneRow(err, none error, what string) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return ErrRefundExists
+		return none
 	case err != nil:
-		return fmt.Errorf("insert refund: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

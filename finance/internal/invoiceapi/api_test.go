@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,13 +15,10 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
-	"handoff/finance/internal/invoice"
+	"handoff/finance/internal/financetest"
 	"handoff/finance/internal/invoiceapi"
-	"handoff/migrations"
 	"handoff/pkg/integrationkit/auth"
-	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/idempotency"
-	"handoff/pkg/integrationkit/pgtest"
 	"handoff/pkg/integrationkit/problem"
 )
 
@@ -31,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const (
 	clerkToken  = "clerk-token-0123456789"
 	opsToken    = "ops-token-0123456789abc"
-	destination = "http://127.0.0.1:8082/webhooks/finance"
+	destination = financetest.Destination
 )
 
 type bundle struct {
@@ -42,16 +38,14 @@ type bundle struct {
 // setup serves the API exactly as finance wires it, over a fresh database.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
-	svc, err := invoice.NewService(db, invoice.Config{Destination: destination})
-	require.NoError(t, err)
+	d := financetest.New(t)
 	tokens, err := auth.ParseTokens("clerk:"+clerkToken+",ops:"+opsToken, "clerk", "ops", "warehouse")
 	require.NoError(t, err)
-	idem, err := idempotency.New(db, idempotency.Config{})
+	idem, err := idempotency.New(d.DB, idempotency.Config{})
 	require.NoError(t, err)
-	e := httpserver.New(slog.New(slog.DiscardHandler))
-	invoiceapi.Register(e.Group(""), svc, tokens, idem)
-	return &bundle{db: db, e: e}
+	e := financetest.Echo()
+	invoiceapi.Register(e.Group(""), d.Invoices, tokens, idem)
+	return &bundle{db: d.DB, e: e}
 }
 
 // request builds a clerk's JSON request; header holds extra name, value pairs.

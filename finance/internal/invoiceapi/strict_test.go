@@ -1,17 +1,13 @@
 package invoiceapi_test
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
-	"handoff/pkg/integrationkit/problem"
+	"handoff/finance/internal/financetest"
 )
 
 // Each refusal of strict parsing, on a real server: a member named twice at any depth,
@@ -20,86 +16,49 @@ import (
 func TestStrictParsingRefusesAmbiguousRequests(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	srv := httptest.NewServer(b.e)
-	t.Cleanup(srv.Close)
+	base := financetest.Serve(t, b.e)
 	inv := b.issue(t, "cust-strict", 100)
 	before := b.counts(t)
 	pay, refund := "/v1/invoices/"+inv.ID+"/payments", "/v1/invoices/"+inv.ID+"/refunds"
 	deep := `{"customer_id":"c","currency":"EUR","lines":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`
 
-	tests := []struct {
-		name, method, path, body string
-		status                   int
-		slug, detail, field      string
-	}{
-		{"unknown query parameter", http.MethodGet, "/v1/invoices?customer_number=cust-strict", "",
-			http.StatusBadRequest, "unknown-parameter", `unknown query parameter "customer_number"`, ""},
-		{"query parameter in other case", http.MethodGet, "/v1/invoices?Customer=cust-strict", "",
-			http.StatusBadRequest, "unknown-parameter", `unknown query parameter "Customer"`, ""},
-		{"query parameter on one invoice", http.MethodGet, "/v1/invoices/" + inv.ID + "?expand=lines", "",
-			http.StatusBadRequest, "unknown-parameter", `unknown query parameter "expand"`, ""},
-		{"query parameter on a POST", http.MethodPost, pay + "?dry_run=1", `{"payment_id":"p-1","amount_minor":100}`,
-			http.StatusBadRequest, "unknown-parameter", `unknown query parameter "dry_run"`, ""},
-		{"malformed query", http.MethodGet, "/v1/invoices?customer=a;b", "",
-			http.StatusBadRequest, "malformed-query", "the query string is malformed: invalid semicolon separator in query", ""},
-		{"duplicate member", http.MethodPost, pay, `{"payment_id":"p-1","amount_minor":100,"amount_minor":1}`,
-			http.StatusBadRequest, "malformed-json", `duplicate member "amount_minor"`, ""},
-		{"duplicate member in a line", http.MethodPost, "/v1/invoices",
-			`{"customer_id":"c","currency":"EUR","lines":[{"description":"a","description":"b","quantity":1,"unit_price_minor":1}]}`,
-			http.StatusBadRequest, "malformed-json", `duplicate member "description" in lines[0]`, ""},
-		{"duplicate member of a refund", http.MethodPost, refund, `{"refund_id":"r-1","refund_id":"r-2","reason":"x"}`,
-			http.StatusBadRequest, "malformed-json", `duplicate member "refund_id"`, ""},
-		{"member in other case", http.MethodPost, pay, `{"Payment_ID":"p-1","amount_minor":100}`,
-			http.StatusBadRequest, "validation-failed", `unknown member "Payment_ID"`, "Payment_ID"},
-		{"member in other case in a line", http.MethodPost, "/v1/invoices",
-			`{"customer_id":"c","currency":"EUR","lines":[{"description":"a","Quantity":1,"unit_price_minor":1}]}`,
-			http.StatusBadRequest, "validation-failed", `unknown member "Quantity" in lines[0]`, "lines[0].Quantity"},
-		{"nesting deeper than 64", http.MethodPost, "/v1/invoices", deep,
-			http.StatusBadRequest, "malformed-json", "nesting deeper than 64 in lines" + strings.Repeat("[0]", 63), ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			status, header, body := call(t, srv.URL, tc.method, tc.path, tc.body)
-			require.Equal(t, tc.status, status, body)
-			require.Equal(t, problem.ContentType, header.Get(echo.HeaderContentType))
-			var p problem.Problem
-			require.NoError(t, json.Unmarshal([]byte(body), &p))
-			require.Equal(t, problem.TypeBase+tc.slug, p.Type)
-			require.Equal(t, tc.detail, p.Detail)
-			if tc.field != "" {
-				require.Equal(t, []problem.FieldError{{Field: tc.field, Detail: "is not a field of this request"}}, p.Errors)
-			}
-		})
-	}
+	financetest.RequireRefusals(t, base, clerkToken, []financetest.Refusal{
+		{Name: "unknown query parameter", Method: http.MethodGet, Path: "/v1/invoices?customer_number=cust-strict",
+			Slug: "unknown-parameter", Detail: `unknown query parameter "customer_number"`},
+		{Name: "query parameter in other case", Method: http.MethodGet, Path: "/v1/invoices?Customer=cust-strict",
+			Slug: "unknown-parameter", Detail: `unknown query parameter "Customer"`},
+		{Name: "query parameter on one invoice", Method: http.MethodGet, Path: "/v1/invoices/" + inv.ID + "?expand=lines",
+			Slug: "unknown-parameter", Detail: `unknown query parameter "expand"`},
+		{Name: "query parameter on a POST", Method: http.MethodPost, Path: pay + "?dry_run=1",
+			Body: `{"payment_id":"p-1","amount_minor":100}`,
+			Slug: "unknown-parameter", Detail: `unknown query parameter "dry_run"`},
+		{Name: "malformed query", Method: http.MethodGet, Path: "/v1/invoices?customer=a;b",
+			Slug: "malformed-query", Detail: "the query string is malformed: invalid semicolon separator in query"},
+		{Name: "duplicate member", Method: http.MethodPost, Path: pay,
+			Body: `{"payment_id":"p-1","amount_minor":100,"amount_minor":1}`,
+			Slug: "malformed-json", Detail: `duplicate member "amount_minor"`},
+		{Name: "duplicate member in a line", Method: http.MethodPost, Path: "/v1/invoices",
+			Body: `{"customer_id":"c","currency":"EUR","lines":[{"description":"a","description":"b","quantity":1,"unit_price_minor":1}]}`,
+			Slug: "malformed-json", Detail: `duplicate member "description" in lines[0]`},
+		{Name: "duplicate member of a refund", Method: http.MethodPost, Path: refund,
+			Body: `{"refund_id":"r-1","refund_id":"r-2","reason":"x"}`,
+			Slug: "malformed-json", Detail: `duplicate member "refund_id"`},
+		{Name: "member in other case", Method: http.MethodPost, Path: pay, Body: `{"Payment_ID":"p-1","amount_minor":100}`,
+			Slug: "validation-failed", Detail: `unknown member "Payment_ID"`, Field: "Payment_ID"},
+		{Name: "member in other case in a line", Method: http.MethodPost, Path: "/v1/invoices",
+			Body: `{"customer_id":"c","currency":"EUR","lines":[{"description":"a","Quantity":1,"unit_price_minor":1}]}`,
+			Slug: "validation-failed", Detail: `unknown member "Quantity" in lines[0]`, Field: "lines[0].Quantity"},
+		{Name: "nesting deeper than 64", Method: http.MethodPost, Path: "/v1/invoices", Body: deep,
+			Slug: "malformed-json", Detail: "nesting deeper than 64 in lines" + strings.Repeat("[0]", 63)},
+	})
 	require.Equal(t, before, b.counts(t), "nothing written")
 
-	status, _, body := call(t, srv.URL, http.MethodGet, "/v1/invoices?customer=cust-strict&limit=5", "")
+	status, _, body := financetest.Call(t, base, clerkToken, http.MethodGet, "/v1/invoices?customer=cust-strict&limit=5", "")
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, inv.ID)
-	status, _, body = call(t, srv.URL, http.MethodPost, pay, `{"payment_id":"p-1","amount_minor":100}`)
+	status, _, body = financetest.Call(t, base, clerkToken, http.MethodPost, pay, `{"payment_id":"p-1","amount_minor":100}`)
 	require.Equal(t, http.StatusCreated, status, body)
 
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/invoices?customer_id=x", nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "authentication comes before the query check")
-}
-
-// call makes one clerk's request to the server at base and returns its answer.
-func call(t *testing.T, base, method, path, body string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set(echo.HeaderAuthorization, "Bearer "+clerkToken)
-	if body != "" {
-		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, resp.Header, string(out)
+	status, _, _ = financetest.Call(t, base, "", http.MethodGet, "/v1/invoices?customer_id=x", "")
+	require.Equal(t, http.StatusUnauthorized, status, "authentication comes before the query check")
 }

@@ -11,17 +11,16 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/finance/internal/audit"
+	"handoff/finance/internal/financetest"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/ops"
-	"handoff/migrations"
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/pgtest"
 )
 
 // Events are written to oldDest; the service's current destination is newDest.
 const (
-	oldDest = "http://127.0.0.1:8082/webhooks/finance"
+	oldDest = financetest.Destination
 	newDest = "http://127.0.0.1:8092/webhooks/finance"
 )
 
@@ -38,18 +37,10 @@ type actions struct {
 
 func setupActions(t *testing.T) *actions {
 	t.Helper()
-	a := &actions{ctx: context.Background()}
-	a.db, _ = pgtest.NewDB(t, "finance", migrations.Finance())
-	var err error
-	a.invoices, err = invoice.NewService(a.db, invoice.Config{Destination: oldDest})
-	require.NoError(t, err)
-	a.store, err = outbox.NewStore(invoice.OutboxTable)
-	require.NoError(t, err)
-	a.br, err = breaker.New(breaker.Config{Table: "finance_breakers"})
-	require.NoError(t, err)
-	a.svc, err = ops.New(ops.Config{DB: a.db, Outbox: a.store, Invoices: a.invoices, Circuits: a.br, Destination: newDest})
-	require.NoError(t, err)
-	return a
+	d := financetest.New(t)
+	br := financetest.NewBreaker(t, breaker.Config{})
+	return &actions{ctx: d.Ctx, db: d.DB, store: d.Outbox, br: br, invoices: d.Invoices,
+		svc: d.Ops(t, ops.Config{Circuits: br, Destination: newDest})}
 }
 
 // paid issues and pays an invoice: its events are invoice.issued (1) and invoice.paid (2).

@@ -11,14 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"handoff/finance/internal/financetest"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/ops"
-	"handoff/migrations"
-	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/pgtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -39,19 +37,11 @@ func (a archive) AggregateEvents(_ context.Context, key string) ([]outbox.EventD
 	return a[key], nil
 }
 
+// service is the operators' service of cfg over a fresh database, and its invoices.
 func service(t *testing.T, cfg ops.Config) (*ops.Service, *invoice.Service) {
 	t.Helper()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
-	invoices, err := invoice.NewService(db, invoice.Config{Destination: "http://127.0.0.1:8082/webhooks/finance"})
-	require.NoError(t, err)
-	store, err := outbox.NewStore(invoice.OutboxTable)
-	require.NoError(t, err)
-	br, err := breaker.New(breaker.Config{Table: "finance_breakers"})
-	require.NoError(t, err)
-	cfg.DB, cfg.Outbox, cfg.Invoices, cfg.Circuits = db, store, invoices, br
-	svc, err := ops.New(cfg)
-	require.NoError(t, err)
-	return svc, invoices
+	d := financetest.New(t)
+	return d.Ops(t, cfg), d.Invoices
 }
 
 func TestNewNeedsItsCollaborators(t *testing.T) {

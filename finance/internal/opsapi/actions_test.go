@@ -32,10 +32,10 @@ type auditPage struct {
 // claim claims every due event and releases it again.
 func (b *bundle) claim(t *testing.T) []outbox.Record {
 	t.Helper()
-	recs, err := b.store.Claim(b.ctx, b.db, "test", 100, time.Minute)
+	recs, err := b.Outbox.Claim(b.Ctx, b.DB, "test", 100, time.Minute)
 	require.NoError(t, err)
 	for _, r := range recs {
-		require.NoError(t, b.store.Release(b.ctx, b.db, r))
+		require.NoError(t, b.Outbox.Release(b.Ctx, b.DB, r))
 	}
 	return recs
 }
@@ -96,8 +96,7 @@ func TestResendTakesADeliveredEvent(t *testing.T) {
 	id := b.deadLetter(t, b.issue(t))
 	path := "/v1/ops/outbox/events/" + id.String() + "/resend"
 	requireProblem(t, b.do(t, http.MethodPost, path, opsToken, reason), http.StatusConflict, "event-not-delivered")
-	_, err := b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'delivered', delivered_at = now() WHERE id = ?`, id).Exec(b.ctx)
-	require.NoError(t, err)
+	b.markDelivered(t, id)
 	var ev event
 	b.ok(t, http.MethodPost, path, `{"reason":"logistics restored an old backup"}`, &ev)
 	require.Equal(t, "pending", ev.Status)
@@ -113,18 +112,12 @@ func TestResendTakesADeliveredEvent(t *testing.T) {
 func TestActionsByFilterWithADryRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for range 3 {
-		b.deadLetter(t, b.issue(t))
-	}
-	var retried struct {
-		Retried int  `json:"retried"`
-		More    bool `json:"more"`
-		DryRun  bool `json:"dry_run"`
-	}
-	b.ok(t, http.MethodPost, "/v1/ops/outbox/retry", `{"status":"failed","limit":2,"dry_run":true,"reason":"see what goes"}`, &retried)
-	require.Equal(t, 2, retried.Retried)
-	require.True(t, retried.More)
-	require.True(t, retried.DryRun)
+	b.deadLetters(t, 3)
+	var res retried
+	b.ok(t, http.MethodPost, "/v1/ops/outbox/retry", `{"status":"failed","limit":2,"dry_run":true,"reason":"see what goes"}`, &res)
+	require.Equal(t, 2, res.Retried)
+	require.True(t, res.More)
+	require.True(t, res.DryRun)
 	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, `{"dry_run":true}`),
 		http.StatusBadRequest, "validation-failed")
 	var skipped struct {
@@ -138,9 +131,7 @@ func TestActionsByFilterWithADryRun(t *testing.T) {
 	var page auditPage
 	b.ok(t, http.MethodGet, "/v1/ops/audit", "", &page)
 	require.Empty(t, page.Items, "a dry run records nothing")
-	var failed int
-	require.NoError(t, b.db.NewRaw(`SELECT count(*) FROM finance_outbox WHERE delivery_status = 'failed'`).Scan(b.ctx, &failed))
-	require.Equal(t, 3, failed, "a dry run changes nothing")
+	require.Equal(t, 3, b.failedCount(t), "a dry run changes nothing")
 
 	skipped.DryRun = false
 	b.ok(t, http.MethodPost, "/v1/ops/outbox/skip", `{"type":"invoice.issued","limit":2,"reason":"INC-9"}`, &skipped)
@@ -174,7 +165,7 @@ func TestRetargetToTheCurrentDestination(t *testing.T) {
 	b.ok(t, http.MethodPost, "/v1/ops/outbox/retarget", `{"from":"`+destination+`","reason":"logistics moved"}`, &res)
 	require.Equal(t, 4, res.Retargeted)
 	var moved int
-	require.NoError(t, b.db.NewRaw(`SELECT count(*) FROM finance_outbox WHERE destination = ?`, current).Scan(b.ctx, &moved))
+	require.NoError(t, b.DB.NewRaw(`SELECT count(*) FROM finance_outbox WHERE destination = ?`, current).Scan(b.Ctx, &moved))
 	require.Equal(t, 4, moved)
 	var page auditPage
 	b.ok(t, http.MethodGet, "/v1/ops/audit", "", &page)
@@ -203,7 +194,7 @@ func TestPauseAndResumeADestination(t *testing.T) {
 	p := requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/destinations/pause", opsToken, `{"reason":"x"}`),
 		http.StatusBadRequest, "validation-failed")
 	require.Equal(t, "destination", p.Errors[0].Field)
-	permit, err := b.breaker.Acquire(b.ctx, b.db, destination)
+	permit, err := b.breaker.Acquire(b.Ctx, b.DB, destination)
 	require.NoError(t, err)
 	require.True(t, permit.Paused)
 

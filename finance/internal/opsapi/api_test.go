@@ -1,162 +1,18 @@
 package opsapi_test
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
-	"github.com/uptrace/bun"
-	"go.uber.org/goleak"
 
-	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsclient"
-	"handoff/finance/internal/ops"
-	"handoff/finance/internal/opsapi"
-	"handoff/migrations"
-	"handoff/pkg/integrationkit/auth"
-	"handoff/pkg/integrationkit/breaker"
-	"handoff/pkg/integrationkit/httpserver"
-	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/pgtest"
-	"handoff/pkg/integrationkit/problem"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const (
-	opsToken    = "ops-token-0123456789abcdef"
-	clerkToken  = "clerk-token-0123456789abc"
-	destination = "http://127.0.0.1:8082/webhooks/finance"
-	// current is LOGISTICS_WEBHOOK_URL now; events are written to destination.
-	current = "http://127.0.0.1:8092/webhooks/finance"
-	reason  = `{"reason":"logistics fixed the mapping"}`
-)
-
-// logistics is a scripted logistics ops API: it knows the keys in processed.
-type logistics struct {
-	processed map[string]string // key -> result
-	err       error
-}
-
-func (l *logistics) ProcessedEvents(_ context.Context, q logisticsclient.Query) (logisticsclient.Page, error) {
-	if l.err != nil {
-		return logisticsclient.Page{}, l.err
-	}
-	page := logisticsclient.Page{Items: []logisticsclient.ProcessedEvent{}}
-	for key, result := range l.processed {
-		if strings.Contains(key, q.InvoiceID.String()) {
-			page.Items = append(page.Items, logisticsclient.ProcessedEvent{IdempotencyKey: key, Result: result,
-				ReceivedAt: time.Now()})
-		}
-	}
-	if len(page.Items) > 0 {
-		page.Shipment = &logisticsclient.Shipment{InvoiceID: q.InvoiceID, State: "awaiting_payment",
-			History: []logisticsclient.Change{{To: "awaiting_payment", Cause: "invoice.issued"}}}
-	}
-	return page, nil
-}
-
-type bundle struct {
-	ctx       context.Context
-	db        *bun.DB
-	invoices  *invoice.Service
-	store     *outbox.Store
-	breaker   *breaker.Breaker
-	logistics *logistics
-	e         *echo.Echo
-}
-
-func setup(t *testing.T) *bundle {
-	t.Helper()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
-	invoices, err := invoice.NewService(db, invoice.Config{Destination: destination})
-	require.NoError(t, err)
-	store, err := outbox.NewStore(invoice.OutboxTable)
-	require.NoError(t, err)
-	br, err := breaker.New(breaker.Config{Table: "finance_breakers", Threshold: 1})
-	require.NoError(t, err)
-	lg := &logistics{processed: map[string]string{}}
-	svc, err := ops.New(ops.Config{DB: db, Outbox: store, Invoices: invoices, Circuits: br, Logistics: lg, Destination: current})
-	require.NoError(t, err)
-	tokens, err := auth.ParseTokens("ops:"+opsToken+",clerk:"+clerkToken, "clerk", "ops")
-	require.NoError(t, err)
-	e := httpserver.New(slog.New(slog.DiscardHandler))
-	opsapi.Register(e.Group(""), svc, tokens)
-	return &bundle{ctx: context.Background(), db: db, invoices: invoices, store: store, breaker: br, logistics: lg, e: e}
-}
-
-// issue issues and pays an invoice: its events are invoice.issued (1) and invoice.paid (2).
-func (b *bundle) issue(t *testing.T) invoice.Invoice {
-	t.Helper()
-	total := int64(12000)
-	inv, err := b.invoices.Issue(b.ctx, invoice.NewInvoice{CustomerID: "cust-42", Currency: "EUR", TotalMinor: &total})
-	require.NoError(t, err)
-	paid, err := b.invoices.Pay(b.ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-" + inv.ID.String(), AmountMinor: total})
-	require.NoError(t, err)
-	return paid.Invoice
-}
-
-// deadLetter claims the invoice's head event and settles it as a 400 dead letter.
-func (b *bundle) deadLetter(t *testing.T, inv invoice.Invoice) uuid.UUID {
-	t.Helper()
-	recs, err := b.store.Claim(b.ctx, b.db, "test", 100, time.Minute)
-	require.NoError(t, err)
-	var rec *outbox.Record
-	for i := range recs {
-		if recs[i].AggregateKey == inv.ID.String() {
-			rec = &recs[i]
-		} else {
-			require.NoError(t, b.store.Release(b.ctx, b.db, recs[i]))
-		}
-	}
-	require.NotNil(t, rec)
-	require.NoError(t, b.store.Settle(b.ctx, b.db, *rec, outbox.Outcome{
-		Status: outbox.StatusFailed, Counted: true, Sent: true, StartedAt: time.Now(), Duration: 7 * time.Millisecond,
-		StatusCode: 400, Error: "HTTP 400", Snippet: `{"type":"bad"}`, Label: "dead_letter", FailedReason: "rejected: HTTP 400",
-	}))
-	return rec.ID
-}
-
-func (b *bundle) do(t *testing.T, method, path, token, body string) *httptest.ResponseRecorder {
-	t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	if token != "" {
-		req.Header.Set(echo.HeaderAuthorization, "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	}
-	rec := httptest.NewRecorder()
-	b.e.ServeHTTP(rec, req)
-	return rec
-}
-
-func (b *bundle) ok(t *testing.T, method, path, body string, v any) {
-	t.Helper()
-	rec := b.do(t, method, path, opsToken, body)
-	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), v))
-}
-
-func requireProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, slug string) problem.Problem {
-	t.Helper()
-	require.Equal(t, status, rec.Code, rec.Body.String())
-	require.Equal(t, problem.ContentType, rec.Header().Get(echo.HeaderContentType))
-	var p problem.Problem
-	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &p))
-	require.Equal(t, problem.TypeBase+slug, p.Type)
-	return p
-}
 
 type event struct {
 	ID           string `json:"id"`
@@ -180,6 +36,13 @@ type event struct {
 		Result string `json:"result"`
 	} `json:"logistics"`
 	Audit []auditEntry `json:"audit"`
+}
+
+// retried is the answer to a retry by filter.
+type retried struct {
+	Retried int  `json:"retried"`
+	More    bool `json:"more"`
+	DryRun  bool `json:"dry_run"`
 }
 
 func TestRoutesNeedAnOpsToken(t *testing.T) {
@@ -214,9 +77,9 @@ func TestStatsCountsByStatusWithCircuits(t *testing.T) {
 	inv := b.issue(t)
 	b.deadLetter(t, inv)
 	b.issue(t)
-	p, err := b.breaker.Acquire(b.ctx, b.db, destination)
+	p, err := b.breaker.Acquire(b.Ctx, b.DB, destination)
 	require.NoError(t, err)
-	_, err = b.breaker.Failure(b.ctx, b.db, destination, p)
+	_, err = b.breaker.Failure(b.Ctx, b.DB, destination, p)
 	require.NoError(t, err)
 
 	var st struct {
@@ -328,8 +191,7 @@ func TestRetryReplaysADeadLetterButNeverADeliveredEvent(t *testing.T) {
 	require.Equal(t, 1, ev.Requests)
 	require.Empty(t, ev.FailedReason)
 
-	_, err := b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'delivered', delivered_at = now() WHERE id = ?`, id).Exec(b.ctx)
-	require.NoError(t, err)
+	b.markDelivered(t, id)
 	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/events/"+id.String()+"/retry", opsToken, reason), http.StatusConflict, "event-delivered")
 	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/events/"+uuid.NewString()+"/retry", opsToken, reason), http.StatusNotFound, "event-not-found")
 	var d event
@@ -341,22 +203,15 @@ func TestRetryReplaysADeadLetterButNeverADeliveredEvent(t *testing.T) {
 func TestRetryByFilter(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for range 3 {
-		b.deadLetter(t, b.issue(t))
-	}
-	var res struct {
-		Retried int  `json:"retried"`
-		More    bool `json:"more"`
-	}
+	b.deadLetters(t, 3)
+	var res retried
 	b.ok(t, http.MethodPost, "/v1/ops/outbox/retry", `{"status":"failed","type":"invoice.issued","limit":2,"reason":"outage over"}`, &res)
 	require.Equal(t, 2, res.Retried)
 	require.True(t, res.More)
 	b.ok(t, http.MethodPost, "/v1/ops/outbox/retry", `{"reason":"outage over"}`, &res)
 	require.Equal(t, 1, res.Retried)
 	require.False(t, res.More)
-	var failed int
-	require.NoError(t, b.db.NewRaw(`SELECT count(*) FROM finance_outbox WHERE delivery_status = 'failed'`).Scan(b.ctx, &failed))
-	require.Zero(t, failed)
+	require.Zero(t, b.failedCount(t))
 
 	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, `{"status":"delivered","reason":"x"}`), http.StatusBadRequest, "validation-failed")
 	requireProblem(t, b.do(t, http.MethodPost, "/v1/ops/outbox/retry", opsToken, `{"statuss":"failed"}`), http.StatusBadRequest, "malformed-json")

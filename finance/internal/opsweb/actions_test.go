@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"handoff/finance/internal/invoice"
 	"handoff/pkg/integrationkit/outbox"
 )
 
@@ -17,13 +16,13 @@ import (
 func (b *bundle) auditCount(t *testing.T, action string) int {
 	t.Helper()
 	var n int
-	require.NoError(t, b.db.NewRaw(`SELECT count(*) FROM finance_operator_actions WHERE action = ?`, action).Scan(b.ctx, &n))
+	require.NoError(t, b.DB.NewRaw(`SELECT count(*) FROM finance_operator_actions WHERE action = ?`, action).Scan(b.Ctx, &n))
 	return n
 }
 
 func (b *bundle) status(t *testing.T, id uuid.UUID) string {
 	t.Helper()
-	d, err := b.store.Detail(b.ctx, b.db, id)
+	d, err := b.Outbox.Detail(b.Ctx, b.DB, id)
 	require.NoError(t, err)
 	return d.Status
 }
@@ -51,9 +50,7 @@ var hiddenField = regexp.MustCompile(`<input type="hidden" name="([a-z]+)" value
 func TestSkipADeadLetterFromItsPage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inv, head := b.failed(t, "HTTP 422 invalid-event")
-	_, err := b.invoices.Pay(b.ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-1", AmountMinor: inv.TotalMinor})
-	require.NoError(t, err)
+	inv, head, _ := b.blocked(t, "HTTP 422 invalid-event")
 	b.login(t)
 
 	p := b.get(t, "/ops/events/"+head.String())
@@ -120,7 +117,7 @@ func TestBulkActionsShowADryRunFirst(t *testing.T) {
 	}
 	require.Equal(t, 1, b.auditCount(t, "retry"))
 
-	_, err := b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'failed' WHERE id = ?`, ids[0]).Exec(b.ctx)
+	_, err := b.DB.NewRaw(`UPDATE finance_outbox SET delivery_status = 'failed' WHERE id = ?`, ids[0]).Exec(b.Ctx)
 	require.NoError(t, err)
 	p = b.get(t, "/ops/bulk/skip?status=failed")
 	require.Contains(t, p.body, `<strong id="dry-run-count">1</strong>`)
@@ -134,7 +131,7 @@ func TestDestinationActions(t *testing.T) {
 	b := setup(t)
 	_, moved := b.failed(t, "HTTP 404")
 	const old = "http://127.0.0.1:9/old"
-	_, err := b.db.NewRaw(`UPDATE finance_outbox SET destination = ? WHERE id = ?`, old, moved).Exec(b.ctx)
+	_, err := b.DB.NewRaw(`UPDATE finance_outbox SET destination = ? WHERE id = ?`, old, moved).Exec(b.Ctx)
 	require.NoError(t, err)
 	b.login(t)
 
@@ -161,7 +158,7 @@ func TestDestinationActions(t *testing.T) {
 
 	p = b.confirm(t, "/ops/destinations/retarget?destination="+url.QueryEscape(old), "logistics moved")
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)
-	d, err := b.store.Detail(b.ctx, b.db, moved)
+	d, err := b.Outbox.Detail(b.Ctx, b.DB, moved)
 	require.NoError(t, err)
 	require.Equal(t, destination, d.Destination)
 	p = b.post(t, "/ops/destinations/retarget", url.Values{"csrf": {token}, "reason": {"to itself"},
@@ -181,12 +178,7 @@ func TestDestinationActions(t *testing.T) {
 func TestActionsThatDoNotApplySayWhy(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inv, head := b.failed(t, "HTTP 422")
-	_, err := b.invoices.Pay(b.ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-1", AmountMinor: inv.TotalMinor})
-	require.NoError(t, err)
-	var paid uuid.UUID
-	require.NoError(t, b.db.NewRaw(`SELECT id FROM finance_outbox WHERE aggregate_key = ? AND aggregate_seq = 2`,
-		inv.ID.String()).Scan(b.ctx, &paid))
+	_, head, paid := b.blocked(t, "HTTP 422")
 	b.login(t)
 
 	p := b.get(t, "/ops/events/"+paid.String()+"/skip")
@@ -212,8 +204,8 @@ func TestActionsThatDoNotApplySayWhy(t *testing.T) {
 	require.NotContains(t, p.body, "done=skip", "the auto-refresh link does not repeat the notice")
 
 	require.Equal(t, http.StatusSeeOther, b.confirm(t, "/ops/destinations/pause?destination="+url.QueryEscape(destination), "migration").status)
-	_, err = b.db.NewRaw(`UPDATE finance_outbox SET deferred_at = now(), deferred_by = 'paused',
-		next_attempt_at = now() + interval '1 minute' WHERE id = ?`, paid).Exec(b.ctx)
+	_, err := b.DB.NewRaw(`UPDATE finance_outbox SET deferred_at = now(), deferred_by = 'paused',
+		next_attempt_at = now() + interval '1 minute' WHERE id = ?`, paid).Exec(b.Ctx)
 	require.NoError(t, err)
 	p = b.get(t, "/ops/events/"+paid.String())
 	require.Contains(t, p.body, `id="paused"`)

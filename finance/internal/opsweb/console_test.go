@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/ops"
 )
 
@@ -29,12 +27,12 @@ func TestOverviewShowsTrendsAlertsAndHonestFailures(t *testing.T) {
 	t.Parallel()
 	b := setupWith(t, options{reconciliations: failedReconciliation{}})
 	inv, id := b.failed(t, "HTTP 400")
-	_, err := b.db.NewRaw(`INSERT INTO finance_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, outcome)
-		VALUES (?, 1, now(), 5, 'rejected_by_receiver')`, id).Exec(b.ctx)
+	_, err := b.DB.NewRaw(`INSERT INTO finance_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, outcome)
+		VALUES (?, 1, now(), 5, 'rejected_by_receiver')`, id).Exec(b.Ctx)
 	require.NoError(t, err)
-	_, err = b.db.NewRaw(`INSERT INTO finance_alerts (alert_key, kind, title, unsent_count, total_count, sample, sent_at)
+	_, err = b.DB.NewRaw(`INSERT INTO finance_alerts (alert_key, kind, title, unsent_count, total_count, sample, sent_at)
 		VALUES ('dead_letter:x', 'dead_letter', 'events dead-lettered', 0, 3, ?::jsonb, now())`,
-		`{"event_id":"`+id.String()+`","aggregate":"`+inv.ID.String()+`"}`).Exec(b.ctx)
+		`{"event_id":"`+id.String()+`","aggregate":"`+inv.ID.String()+`"}`).Exec(b.Ctx)
 	require.NoError(t, err)
 	b.login(t)
 
@@ -78,12 +76,7 @@ func TestOverviewShowsTrendsAlertsAndHonestFailures(t *testing.T) {
 func TestBlockedEventNamesTheFailedHead(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inv, head := b.failed(t, "HTTP 422")
-	_, err := b.invoices.Pay(b.ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-1", AmountMinor: inv.TotalMinor})
-	require.NoError(t, err)
-	var paid uuid.UUID
-	require.NoError(t, b.db.NewRaw(`SELECT id FROM finance_outbox WHERE aggregate_key = ? AND aggregate_seq = 2`,
-		inv.ID.String()).Scan(b.ctx, &paid))
+	inv, head, paid := b.blocked(t, "HTTP 422")
 	b.login(t)
 
 	for _, path := range []string{"/ops/events?invoice=" + inv.Number, "/ops/events/" + paid.String(), "/ops/invoices/" + inv.Number} {
@@ -106,8 +99,8 @@ func TestDeferredEventShowsItsRealError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, id := b.failed(t, "HTTP 503")
-	_, err := b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'pending', last_status_code = 503,
-		deferred_at = now(), deferred_by = 'circuit_open', next_attempt_at = now() + interval '30 seconds' WHERE id = ?`, id).Exec(b.ctx)
+	_, err := b.DB.NewRaw(`UPDATE finance_outbox SET delivery_status = 'pending', last_status_code = 503,
+		deferred_at = now(), deferred_by = 'circuit_open', next_attempt_at = now() + interval '30 seconds' WHERE id = ?`, id).Exec(b.Ctx)
 	require.NoError(t, err)
 	b.login(t)
 	p := b.get(t, "/ops/events/"+id.String())

@@ -3,7 +3,6 @@ package opsweb_test
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,20 +17,17 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
+	"handoff/finance/internal/financetest"
 	"handoff/finance/internal/insight"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/ops"
 	"handoff/finance/internal/opsweb"
 	"handoff/finance/internal/signin"
-	"handoff/migrations"
 	"handoff/pkg/integrationkit/auth"
-	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/pgtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -39,18 +35,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const (
 	opsToken    = "ops-token-0123456789abcdef"
 	clerkToken  = "clerk-token-0123456789abc"
-	destination = "http://127.0.0.1:8082/webhooks/finance"
+	destination = financetest.Destination
 )
 
 type bundle struct {
-	ctx      context.Context
-	db       *bun.DB
-	invoices *invoice.Service
-	store    *outbox.Store
-	srv      *httptest.Server
-	client   *http.Client
-	host     string // the Host of every request, when set
-	log      *syncBuffer
+	*financetest.Domain
+	srv    *httptest.Server
+	client *http.Client
+	host   string // the Host of every request, when set
+	log    *syncBuffer
 }
 
 // options vary a dashboard from the defaults: no DASHBOARD_URL, no trusted proxy, an
@@ -68,12 +61,7 @@ func setup(t *testing.T) *bundle { return setupWith(t, options{}) }
 
 func setupWith(t *testing.T, opts options) *bundle {
 	t.Helper()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
-	invoices, err := invoice.NewService(db, invoice.Config{Destination: destination})
-	require.NoError(t, err)
-	store, err := outbox.NewStore(invoice.OutboxTable)
-	require.NoError(t, err)
-	b := &bundle{ctx: context.Background(), db: db, invoices: invoices, store: store}
+	b := &bundle{Domain: financetest.New(t)}
 	return b.replica(t, opts)
 }
 
@@ -81,26 +69,22 @@ func setupWith(t *testing.T, opts options) *bundle {
 // opts would be, with a browser of its own.
 func (b *bundle) replica(t *testing.T, opts options) *bundle {
 	t.Helper()
-	br, err := breaker.New(breaker.Config{Table: "finance_breakers"})
-	require.NoError(t, err)
-	svc, err := ops.New(ops.Config{DB: b.db, Outbox: b.store, Invoices: b.invoices, Circuits: br,
-		Destination: destination, Reconciliations: opts.reconciliations})
-	require.NoError(t, err)
+	svc := b.Ops(t, ops.Config{Destination: destination, Reconciliations: opts.reconciliations})
 	tokens, err := auth.ParseTokens(cmp.Or(opts.tokens, "ops:"+opsToken+",clerk:"+clerkToken), "clerk", "ops")
 	require.NoError(t, err)
-	signIns, err := signin.New(b.db, signin.Config{})
+	signIns, err := signin.New(b.DB, signin.Config{})
 	require.NoError(t, err)
 	proxies, err := httpserver.ParseProxies(opts.proxies)
 	require.NoError(t, err)
 	r := *b
 	r.log = &syncBuffer{}
-	ins, err := insight.New(b.db)
+	ins, err := insight.New(b.DB)
 	require.NoError(t, err)
 	dash, err := opsweb.New(opsweb.Config{Service: svc, Insight: ins, PendingAge: 5 * time.Minute,
 		Tokens: tokens, SignIns: signIns, URL: opts.url,
 		SessionTTL: time.Hour, Log: slog.New(slog.NewJSONHandler(r.log, nil))})
 	require.NoError(t, err)
-	e := httpserver.New(slog.New(slog.DiscardHandler))
+	e := financetest.Echo()
 	proxies.Apply(e)
 	dash.Register(e)
 	r.srv = httptest.NewServer(e)
@@ -199,14 +183,26 @@ func csrfOf(t *testing.T, body string) string {
 func (b *bundle) failed(t *testing.T, lastError string) (invoice.Invoice, uuid.UUID) {
 	t.Helper()
 	total := int64(500)
-	inv, err := b.invoices.Issue(b.ctx, invoice.NewInvoice{CustomerID: "cust-1", Currency: "EUR", TotalMinor: &total})
+	inv, err := b.Invoices.Issue(b.Ctx, invoice.NewInvoice{CustomerID: "cust-1", Currency: "EUR", TotalMinor: &total})
 	require.NoError(t, err)
 	var id uuid.UUID
-	err = b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'failed', delivery_attempts = 1, request_count = 1,
+	err = b.DB.NewRaw(`UPDATE finance_outbox SET delivery_status = 'failed', delivery_attempts = 1, request_count = 1,
 		last_error = ?, last_status_code = 400, failed_reason = 'rejected' WHERE aggregate_key = ? RETURNING id`,
-		lastError, inv.ID.String()).Scan(b.ctx, &id)
+		lastError, inv.ID.String()).Scan(b.Ctx, &id)
 	require.NoError(t, err)
 	return inv, id
+}
+
+// blocked is failed's invoice paid as well: its invoice.paid event (paid) waits
+// behind the dead-lettered invoice.issued (head).
+func (b *bundle) blocked(t *testing.T, lastError string) (inv invoice.Invoice, head, paid uuid.UUID) {
+	t.Helper()
+	inv, head = b.failed(t, lastError)
+	_, err := b.Invoices.Pay(b.Ctx, inv.ID, invoice.NewPayment{PaymentID: "pay-1", AmountMinor: inv.TotalMinor})
+	require.NoError(t, err)
+	require.NoError(t, b.DB.NewRaw(`SELECT id FROM finance_outbox WHERE aggregate_key = ? AND aggregate_seq = 2`,
+		inv.ID.String()).Scan(b.Ctx, &paid))
+	return inv, head, paid
 }
 
 func TestPagesNeedASession(t *testing.T) {
@@ -242,7 +238,7 @@ func TestLoginGivesAHardenedSessionCookie(t *testing.T) {
 	require.NotContains(t, cookie, "Secure", "served over plain HTTP")
 	require.Equal(t, http.StatusOK, b.get(t, "/ops/").status)
 
-	_, err := b.db.NewRaw(`UPDATE finance_dashboard_sessions SET expires_at = now()`).Exec(b.ctx)
+	_, err := b.DB.NewRaw(`UPDATE finance_dashboard_sessions SET expires_at = now()`).Exec(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusSeeOther, b.get(t, "/ops/").status, "the session expired by the database's clock")
 }
@@ -292,14 +288,14 @@ func TestRetryFromTheOverview(t *testing.T) {
 	p = b.post(t, retry, url.Values{"csrf": {token}, "reason": {"   "}}, b.srv.URL)
 	require.Equal(t, http.StatusBadRequest, p.status, "a reason is required")
 	require.Contains(t, p.body, `id="refused"`)
-	d, err := b.store.Detail(b.ctx, b.db, id)
+	d, err := b.Outbox.Detail(b.Ctx, b.DB, id)
 	require.NoError(t, err)
 	require.Equal(t, outbox.StatusFailed, d.Status, "a refused action changes nothing")
 
 	p = b.post(t, retry, why, b.srv.URL)
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)
 	require.Equal(t, "/ops/events/"+id.String()+"?done=retry", p.location)
-	d, err = b.store.Detail(b.ctx, b.db, id)
+	d, err = b.Outbox.Detail(b.Ctx, b.DB, id)
 	require.NoError(t, err)
 	require.Equal(t, outbox.StatusPending, d.Status)
 	require.Zero(t, d.Attempts)
@@ -310,7 +306,7 @@ func TestRetryFromTheOverview(t *testing.T) {
 	require.Contains(t, p.body, "logistics fixed the customer, INC-7", "the event page shows the audit entry")
 	require.Regexp(t, `<td data-label="Who">ops:[0-9a-f]{12}</td>`, p.body, "by the signed-in principal")
 
-	_, err = b.db.NewRaw(`UPDATE finance_outbox SET delivery_status = 'delivered' WHERE id = ?`, id).Exec(b.ctx)
+	_, err = b.DB.NewRaw(`UPDATE finance_outbox SET delivery_status = 'delivered' WHERE id = ?`, id).Exec(b.Ctx)
 	require.NoError(t, err)
 	p = b.post(t, retry, why, b.srv.URL)
 	require.Equal(t, http.StatusConflict, p.status)

@@ -83,7 +83,7 @@ func TestSignInIsThrottledPerAddress(t *testing.T) {
 	}
 	require.Contains(t, b.log.String(), `"msg":"dashboard login throttled","remote":"127.0.0.1"`)
 
-	_, err := b.db.NewRaw(`UPDATE finance_dashboard_sign_in_attempts SET attempted_at = attempted_at - interval '61 seconds'`).Exec(b.ctx)
+	_, err := b.DB.NewRaw(`UPDATE finance_dashboard_sign_in_attempts SET attempted_at = attempted_at - interval '61 seconds'`).Exec(b.Ctx)
 	require.NoError(t, err)
 	b.login(t)
 }
@@ -102,8 +102,8 @@ func TestOthersFailuresDoNotLockOutACorrectTokenBelowTheCeiling(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, login("203.0.113.7", opsToken).status)
 	require.Equal(t, http.StatusSeeOther, login("198.51.100.2", opsToken).status)
 
-	_, err := b.db.NewRaw(`INSERT INTO finance_dashboard_sign_in_attempts (client)
-		SELECT '192.0.2.' || g FROM generate_series(1, ?) AS g`, signin.DefaultGlobal-signin.DefaultPerClient).Exec(b.ctx)
+	_, err := b.DB.NewRaw(`INSERT INTO finance_dashboard_sign_in_attempts (client)
+		SELECT '192.0.2.' || g FROM generate_series(1, ?) AS g`, signin.DefaultGlobal-signin.DefaultPerClient).Exec(b.Ctx)
 	require.NoError(t, err)
 	p := login("198.51.100.3", opsToken)
 	require.Equal(t, http.StatusTooManyRequests, p.status, "past the global ceiling everyone waits")

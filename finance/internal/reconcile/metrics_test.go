@@ -1,7 +1,6 @@
 package reconcile_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,9 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"handoff/finance/internal/financetest"
 	"handoff/finance/internal/reconcile"
-	"handoff/migrations"
-	"handoff/pkg/integrationkit/pgtest"
 )
 
 // The collector exports the newest report: nothing before the first run, its
@@ -26,8 +24,7 @@ func TestCollectorExportsTheNewestReport(t *testing.T) {
 
 	b.event(t, "lost", "delivered", 2*time.Minute, false)
 	b.event(t, "stuck", "pending", 20*time.Minute, false)
-	now := time.Now()
-	_, err := b.rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+	_, err := lastHour(b.rec)
 	require.NoError(t, err)
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`
 # HELP finance_reconcile_discrepancies Discrepancies found by the newest finished reconciliation, by kind (missing, unknown, overdue).
@@ -44,12 +41,10 @@ finance_reconcile_failed 0
 
 func TestCollectorAfterAFailedRun(t *testing.T) {
 	t.Parallel()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	db := financetest.NewDB(t)
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
-	now := time.Now()
-	_, err := reconcile.New(db, opsAPI(t, srv.URL), nil, reconcile.Config{}, nil).
-		Reconcile(context.Background(), now.Add(-time.Hour), now)
+	_, err := lastHour(reconcile.New(db, opsAPI(t, srv.URL), nil, reconcile.Config{}, nil))
 	require.Error(t, err)
 	c := reconcile.NewCollector("finance", db)
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(`

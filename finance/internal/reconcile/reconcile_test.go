@@ -16,12 +16,11 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
+	"handoff/finance/internal/financetest"
 	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/reconcile"
-	"handoff/migrations"
 	"handoff/pkg/integrationkit/egress"
 	"handoff/pkg/integrationkit/pager"
-	"handoff/pkg/integrationkit/pgtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -118,7 +117,7 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	db := financetest.NewDB(t)
 	b := &bundle{db: db, logi: &logistics{events: map[string]time.Time{}}, notes: &notes{}}
 	srv := httptest.NewServer(b.logi)
 	t.Cleanup(srv.Close)
@@ -141,6 +140,21 @@ func (b *bundle) event(t *testing.T, key, status string, ago time.Duration, rece
 	}
 }
 
+// lastHour has rec reconcile the hour up to now.
+func lastHour(rec *reconcile.Reconciler) (reconcile.Report, error) {
+	now := time.Now()
+	return rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+}
+
+// stored is the newest report stored in db; there must be one.
+func stored(t *testing.T, db bun.IDB) reconcile.Report {
+	t.Helper()
+	r, ok, err := reconcile.Latest(context.Background(), db)
+	require.NoError(t, err)
+	require.True(t, ok, "a report is stored")
+	return r
+}
+
 func keys(ds []reconcile.Discrepancy) []string {
 	out := []string{}
 	for _, d := range ds {
@@ -159,17 +173,14 @@ func TestCleanWindowHasNoDiscrepancies(t *testing.T) {
 	}
 	b.event(t, "in-flight", "pending", 0, true) // logistics committed, finance not yet
 	b.event(t, "old", "delivered", 3*time.Hour, true)
-	now := time.Now()
-	rep, err := b.rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+	rep, err := lastHour(b.rec)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%+v", rep)
 	require.Equal(t, 5, rep.Delivered)
 	require.Equal(t, 6, rep.Processed)
 	require.Empty(t, b.notes.alerts)
 
-	latest, ok, err := reconcile.Latest(context.Background(), b.db)
-	require.NoError(t, err)
-	require.True(t, ok)
+	latest := stored(t, b.db)
 	require.Equal(t, rep.ID, latest.ID)
 	require.Equal(t, 5, latest.Delivered)
 	require.Empty(t, latest.Missing)
@@ -183,8 +194,7 @@ func TestDiscrepanciesAreReportedByKey(t *testing.T) {
 	b.event(t, "lost", "delivered", 2*time.Minute, false)
 	b.event(t, "stuck", "pending", 20*time.Minute, false)
 	b.logi.events["stranger"] = time.Now().Add(-10 * time.Minute)
-	now := time.Now()
-	rep, err := b.rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+	rep, err := lastHour(b.rec)
 	require.NoError(t, err)
 	require.Equal(t, []string{"lost"}, keys(rep.Missing))
 	require.Equal(t, []string{"stranger"}, keys(rep.Unknown))
@@ -198,9 +208,7 @@ func TestDiscrepanciesAreReportedByKey(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"reconcile_missing", "reconcile_unknown", "reconcile_overdue"}, kinds)
 
-	latest, ok, err := reconcile.Latest(context.Background(), b.db)
-	require.NoError(t, err)
-	require.True(t, ok)
+	latest := stored(t, b.db)
 	require.Equal(t, []string{"lost"}, keys(latest.Missing))
 	require.Equal(t, 1, latest.UnknownCount)
 }
@@ -220,33 +228,27 @@ func TestSkippedEventIsResolvedNotMissing(t *testing.T) {
 		WHERE idempotency_key = 'given-up-long-ago'`).Exec(context.Background())
 	require.NoError(t, err)
 
-	now := time.Now()
-	rep, err := b.rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+	rep, err := lastHour(b.rec)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%+v", rep)
 	require.Equal(t, 1, rep.Skipped, "skipped in the window")
 	require.Equal(t, 1, rep.Delivered)
 	require.Empty(t, b.notes.alerts)
-	latest, ok, err := reconcile.Latest(context.Background(), b.db)
-	require.NoError(t, err)
-	require.True(t, ok)
+	latest := stored(t, b.db)
 	require.Equal(t, 1, latest.Skipped)
 }
 
 // An unreachable logistics is a failed run: stored with its error, and paged.
 func TestFailedRunIsStoredAndPaged(t *testing.T) {
 	t.Parallel()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	db := financetest.NewDB(t)
 	n := &notes{}
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
 	rec := reconcile.New(db, opsAPI(t, srv.URL), n, reconcile.Config{}, nil)
-	now := time.Now()
-	_, err := rec.Reconcile(context.Background(), now.Add(-time.Hour), now)
+	_, err := lastHour(rec)
 	require.Error(t, err)
-	latest, ok, lerr := reconcile.Latest(context.Background(), db)
-	require.NoError(t, lerr)
-	require.True(t, ok)
+	latest := stored(t, db)
 	require.NotEmpty(t, latest.Error)
 	require.Len(t, n.alerts, 1)
 	require.Equal(t, "reconcile_failed", n.alerts[0].Kind)
@@ -257,7 +259,7 @@ func TestFailedRunIsStoredAndPaged(t *testing.T) {
 // The next scheduled run takes the lock and stores its report.
 func TestScheduledRunStopsWhenItsLockIsLost(t *testing.T) {
 	t.Parallel()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	db := financetest.NewDB(t)
 	logi := &logistics{events: map[string]time.Time{}}
 	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -299,7 +301,7 @@ func terminateLockHolder(ctx context.Context, db *bun.DB) error {
 
 func TestLatestBeforeAnyRun(t *testing.T) {
 	t.Parallel()
-	db, _ := pgtest.NewDB(t, "finance", migrations.Finance())
+	db := financetest.NewDB(t)
 	_, ok, err := reconcile.Latest(context.Background(), db)
 	require.NoError(t, err)
 	require.False(t, ok)

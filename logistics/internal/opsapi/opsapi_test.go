@@ -3,10 +3,7 @@ package opsapi_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
@@ -16,12 +13,9 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
-	"handoff/migrations"
-	"handoff/pkg/integrationkit/auth"
-	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/inbox"
-	"handoff/pkg/integrationkit/pgtest"
 
+	"handoff/logistics/internal/logisticstest"
 	"handoff/logistics/internal/opsapi"
 	"handoff/logistics/internal/processedevents"
 	"handoff/logistics/internal/shipment"
@@ -30,8 +24,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const (
-	opsToken       = "ops-token-0123456789abcdef"
-	warehouseToken = "warehouse-token-0123456789"
+	opsToken       = logisticstest.OpsToken
+	warehouseToken = logisticstest.WarehouseToken
 )
 
 type bundle struct {
@@ -43,17 +37,12 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	db, _ := pgtest.NewDB(t, "logistics", migrations.Logistics())
-	tokens, err := auth.ParseTokens("warehouse:"+warehouseToken+",ops:"+opsToken, "warehouse", "ops")
-	require.NoError(t, err)
+	db := logisticstest.NewDB(t)
 	svc := shipment.NewService(db)
 	in, err := inbox.New("logistics_processed_events")
 	require.NoError(t, err)
-	e := httpserver.New(slog.New(slog.DiscardHandler))
-	opsapi.New(processedevents.NewStore(db), svc, tokens).Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return bundle{db: db, svc: svc, inbox: in, url: srv.URL}
+	base := logisticstest.Serve(t, opsapi.New(processedevents.NewStore(db), svc, logisticstest.Tokens(t)).Register)
+	return bundle{db: db, svc: svc, inbox: in, url: base}
 }
 
 // receive processes an event as the webhook does and dates its record at.
@@ -100,12 +89,8 @@ func (b bundle) get(t *testing.T, token string, q url.Values) (int, []byte) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, body
+	r := logisticstest.Do(t, req)
+	return r.Status, r.Body
 }
 
 func (b bundle) page(t *testing.T, q url.Values) page {

@@ -31,7 +31,7 @@ func TestApplyEventsGivesEachEventItsOwnOutcome(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	existing, noShipment, paidThenRefunded, reversed, repeated := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
-	_, err := b.apply(t, event(shipment.InvoiceIssued, existing, 1))
+	_, err := b.apply(event(shipment.InvoiceIssued, existing, 1))
 	require.NoError(t, err)
 
 	outs := b.applyAll(t,
@@ -86,7 +86,7 @@ func TestBatchAndSingleApplicationsOfOneInvoiceSerialise(t *testing.T) {
 
 	single := make(chan error, 1)
 	go func() {
-		_, err := b.apply(t, event(shipment.InvoicePaid, inv, 2))
+		_, err := b.apply(event(shipment.InvoicePaid, inv, 2))
 		single <- err
 	}()
 	require.Eventually(t, func() bool {

@@ -12,9 +12,7 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
-	"handoff/migrations"
-	"handoff/pkg/integrationkit/pgtest"
-
+	"handoff/logistics/internal/logisticstest"
 	"handoff/logistics/internal/shipment"
 )
 
@@ -27,7 +25,7 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	db, _ := pgtest.NewDB(t, "logistics", migrations.Logistics())
+	db := logisticstest.NewDB(t)
 	return bundle{db: db, svc: shipment.NewService(db)}
 }
 
@@ -38,15 +36,25 @@ func event(typ shipment.EventType, invoice uuid.UUID, seq int64) shipment.Event 
 	}
 }
 
-func (b bundle) apply(t *testing.T, ev shipment.Event) (shipment.Result, error) {
+// apply applies ev in a transaction of its own, as the webhook would.
+func (b bundle) apply(ev shipment.Event) (shipment.Result, error) {
+	return logisticstest.Apply(b.db, b.svc, ev)
+}
+
+// applied applies ev, which must apply without error, and returns its result.
+func (b bundle) applied(t *testing.T, ev shipment.Event) shipment.Result {
 	t.Helper()
-	var res shipment.Result
-	err := b.db.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		res, err = b.svc.ApplyEvent(ctx, tx, ev)
-		return err
-	})
-	return res, err
+	res, err := b.apply(ev)
+	require.NoError(t, err)
+	return res
+}
+
+// waiting creates a waiting shipment for a new invoice, as its invoice.paid would.
+func (b bundle) waiting(t *testing.T) (uuid.UUID, shipment.Detail) {
+	t.Helper()
+	inv := uuid.New()
+	b.applied(t, event(shipment.InvoicePaid, inv, 2))
+	return inv, b.byInvoice(t, inv)
 }
 
 func (b bundle) byInvoice(t *testing.T, invoice uuid.UUID) shipment.Detail {
@@ -71,18 +79,14 @@ func TestEventsDriveTheShipment(t *testing.T) {
 	b := setup(t)
 	inv := uuid.New()
 
-	res, err := b.apply(t, event(shipment.InvoiceIssued, inv, 1))
-	require.NoError(t, err)
-	require.Equal(t, shipment.ResultApplied, res)
+	require.Equal(t, shipment.ResultApplied, b.applied(t, event(shipment.InvoiceIssued, inv, 1)))
 	d := b.byInvoice(t, inv)
 	require.Equal(t, shipment.AwaitingPayment, d.State)
 	require.EqualValues(t, 1, d.Version)
 	require.Equal(t, "INV-000001", d.InvoiceNumber)
 	require.Equal(t, "cust-42", d.CustomerID)
 
-	res, err = b.apply(t, event(shipment.InvoicePaid, inv, 2))
-	require.NoError(t, err)
-	require.Equal(t, shipment.ResultApplied, res)
+	require.Equal(t, shipment.ResultApplied, b.applied(t, event(shipment.InvoicePaid, inv, 2)))
 	d = b.byInvoice(t, inv)
 	require.Equal(t, shipment.Waiting, d.State)
 	require.EqualValues(t, 2, d.Version)
@@ -100,8 +104,7 @@ func TestPaidWithoutIssuedCreatesAWaitingShipment(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	inv := uuid.New()
-	_, err := b.apply(t, event(shipment.InvoicePaid, inv, 2))
-	require.NoError(t, err)
+	b.applied(t, event(shipment.InvoicePaid, inv, 2))
 	d := b.byInvoice(t, inv)
 	require.Equal(t, shipment.Waiting, d.State)
 	require.EqualValues(t, 1, d.Version)
@@ -111,29 +114,19 @@ func TestPaidWithoutIssuedCreatesAWaitingShipment(t *testing.T) {
 func TestStaleEventChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inv := uuid.New()
-	_, err := b.apply(t, event(shipment.InvoicePaid, inv, 2))
-	require.NoError(t, err)
-	before := b.byInvoice(t, inv)
+	inv, before := b.waiting(t)
 
-	res, err := b.apply(t, event(shipment.InvoiceIssued, inv, 1))
-	require.NoError(t, err)
-	require.Equal(t, shipment.ResultStale, res)
+	require.Equal(t, shipment.ResultStale, b.applied(t, event(shipment.InvoiceIssued, inv, 1)))
 	require.Equal(t, before, b.byInvoice(t, inv))
 }
 
 func TestIgnoredEventKeepsStateAndVersion(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	inv := uuid.New()
-	_, err := b.apply(t, event(shipment.InvoicePaid, inv, 2))
-	require.NoError(t, err)
-	_, err = b.apply(t, event(shipment.InvoiceRefunded, inv, 3))
-	require.NoError(t, err)
+	inv, _ := b.waiting(t)
+	b.applied(t, event(shipment.InvoiceRefunded, inv, 3))
 
-	res, err := b.apply(t, event(shipment.InvoiceRefunded, inv, 4))
-	require.NoError(t, err)
-	require.Equal(t, shipment.ResultIgnored, res)
+	require.Equal(t, shipment.ResultIgnored, b.applied(t, event(shipment.InvoiceRefunded, inv, 4)))
 	d := b.byInvoice(t, inv)
 	require.Equal(t, shipment.Cancelled, d.State)
 	require.EqualValues(t, 2, d.Version)
@@ -144,7 +137,7 @@ func TestIgnoredEventKeepsStateAndVersion(t *testing.T) {
 func TestRefundBeforeAnyShipmentIsNotYetApplicable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.apply(t, event(shipment.InvoiceRefunded, uuid.New(), 3))
+	_, err := b.apply(event(shipment.InvoiceRefunded, uuid.New(), 3))
 	require.ErrorIs(t, err, shipment.ErrNotYetApplicable)
 	require.Zero(t, b.count(t, "shipments"))
 	require.Zero(t, b.count(t, "shipment_history"))
@@ -154,16 +147,13 @@ func TestRefundAfterShippingAwaitsTheReturn(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	inv := uuid.New()
-	_, err := b.apply(t, event(shipment.InvoicePaid, inv, 2))
-	require.NoError(t, err)
-	d := b.byInvoice(t, inv)
+	inv, d := b.waiting(t)
 	for _, to := range []shipment.State{shipment.Picking, shipment.Packed, shipment.Shipped} {
+		var err error
 		d, err = b.svc.Move(ctx, d.ID, to, d.Version)
 		require.NoError(t, err)
 	}
-	_, err = b.apply(t, event(shipment.InvoiceRefunded, inv, 3))
-	require.NoError(t, err)
+	b.applied(t, event(shipment.InvoiceRefunded, inv, 3))
 	d = b.byInvoice(t, inv)
 	require.Equal(t, shipment.ReturnPending, d.State)
 	require.EqualValues(t, 5, d.Version)
@@ -175,10 +165,7 @@ func TestMoveIsOptimisticallyLocked(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	inv := uuid.New()
-	_, err := b.apply(t, event(shipment.InvoicePaid, inv, 2))
-	require.NoError(t, err)
-	d := b.byInvoice(t, inv)
+	inv, d := b.waiting(t)
 
 	moved, err := b.svc.Move(ctx, d.ID, shipment.Picking, d.Version)
 	require.NoError(t, err)
@@ -230,7 +217,7 @@ func TestConcurrentFirstEventsOfAnInvoice(t *testing.T) {
 	}
 	second := make(chan result, 1)
 	go func() {
-		res, err := b.apply(t, event(shipment.InvoicePaid, inv, 2))
+		res, err := b.apply(event(shipment.InvoicePaid, inv, 2))
 		second <- result{res, err}
 	}()
 	require.Eventually(t, func() bool {
@@ -261,7 +248,7 @@ func TestListPagesInCreationOrder(t *testing.T) {
 		if i%2 == 1 {
 			typ = shipment.InvoiceIssued
 		}
-		_, err := b.apply(t, event(typ, inv, 1))
+		_, err := b.apply(event(typ, inv, 1))
 		require.NoError(t, err)
 	}
 

@@ -51,6 +51,6 @@ func TestStrictParsingRefusesAmbiguousRequests(t *testing.T) {
 	require.Len(t, l.Items, 1)
 	v = decode[view](t, b.do(t, http.MethodPost, moves, warehouseToken, `{"to":"picking","version":1}`), http.StatusOK)
 	require.Equal(t, "picking", v.State)
-	require.Equal(t, http.StatusUnauthorized, b.do(t, http.MethodGet, "/v1/shipments?status=x", "", "").status,
+	require.Equal(t, http.StatusUnauthorized, b.do(t, http.MethodGet, "/v1/shipments?status=x", "", "").Status,
 		"the token is checked before the query")
 }

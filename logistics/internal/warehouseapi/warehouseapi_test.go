@@ -1,13 +1,9 @@
 package warehouseapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -17,11 +13,7 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
-	"handoff/migrations"
-	"handoff/pkg/integrationkit/auth"
-	"handoff/pkg/integrationkit/httpserver"
-	"handoff/pkg/integrationkit/pgtest"
-
+	"handoff/logistics/internal/logisticstest"
 	"handoff/logistics/internal/shipment"
 	"handoff/logistics/internal/warehouseapi"
 )
@@ -29,8 +21,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const (
-	warehouseToken = "warehouse-token-0123456789"
-	opsToken       = "ops-token-0123456789abcdef"
+	warehouseToken = logisticstest.WarehouseToken
+	opsToken       = logisticstest.OpsToken
 )
 
 type bundle struct {
@@ -41,38 +33,25 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	db, _ := pgtest.NewDB(t, "logistics", migrations.Logistics())
-	tokens, err := auth.ParseTokens("warehouse:"+warehouseToken+",ops:"+opsToken, "warehouse", "ops")
-	require.NoError(t, err)
+	db := logisticstest.NewDB(t)
 	svc := shipment.NewService(db)
-	e := httpserver.New(slog.New(slog.DiscardHandler))
-	warehouseapi.New(svc, tokens).Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return bundle{db: db, svc: svc, url: srv.URL}
+	base := logisticstest.Serve(t, warehouseapi.New(svc, logisticstest.Tokens(t)).Register)
+	return bundle{db: db, svc: svc, url: base}
 }
 
 // paid creates a waiting shipment for a new invoice, as finance's event would.
 func (b bundle) paid(t *testing.T) uuid.UUID {
 	t.Helper()
 	inv := uuid.New()
-	err := b.db.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := b.svc.ApplyEvent(ctx, tx, shipment.Event{
-			Type: shipment.InvoicePaid, InvoiceID: inv, InvoiceNumber: "INV-1", CustomerID: "cust-1",
-			Sequence: 2, IdempotencyKey: "invoice.paid:" + inv.String() + ":pay-1",
-		})
-		return err
+	_, err := logisticstest.Apply(b.db, b.svc, shipment.Event{
+		Type: shipment.InvoicePaid, InvoiceID: inv, InvoiceNumber: "INV-1", CustomerID: "cust-1",
+		Sequence: 2, IdempotencyKey: "invoice.paid:" + inv.String() + ":pay-1",
 	})
 	require.NoError(t, err)
 	return inv
 }
 
-type response struct {
-	status int
-	body   []byte
-}
-
-func (b bundle) do(t *testing.T, method, path, token, body string) response {
+func (b bundle) do(t *testing.T, method, path, token, body string) logisticstest.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, b.url+path, strings.NewReader(body))
 	require.NoError(t, err)
@@ -82,16 +61,10 @@ func (b bundle) do(t *testing.T, method, path, token, body string) response {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return response{status: resp.StatusCode, body: raw}
+	return logisticstest.Do(t, req)
 }
 
-func (b bundle) get(t *testing.T, path string) response {
+func (b bundle) get(t *testing.T, path string) logisticstest.Response {
 	t.Helper()
 	return b.do(t, http.MethodGet, path, warehouseToken, "")
 }
@@ -120,11 +93,11 @@ type list struct {
 	NextCursor string `json:"next_cursor"`
 }
 
-func decode[T any](t *testing.T, r response, status int) T {
+func decode[T any](t *testing.T, r logisticstest.Response, status int) T {
 	t.Helper()
-	require.Equal(t, status, r.status, string(r.body))
+	require.Equal(t, status, r.Status, string(r.Body))
 	var v T
-	require.NoError(t, json.Unmarshal(r.body, &v))
+	require.NoError(t, json.Unmarshal(r.Body, &v))
 	return v
 }
 
@@ -144,9 +117,9 @@ func TestEveryRouteNeedsAWarehouseToken(t *testing.T) {
 		{http.MethodGet, "/v1/shipments/" + id},
 		{http.MethodPost, "/v1/shipments/" + id + "/transitions"},
 	} {
-		require.Equal(t, http.StatusUnauthorized, b.do(t, route[0], route[1], "", "").status)
-		require.Equal(t, http.StatusUnauthorized, b.do(t, route[0], route[1], "not-a-token-at-all", "").status)
-		require.Equal(t, http.StatusForbidden, b.do(t, route[0], route[1], opsToken, "").status)
+		require.Equal(t, http.StatusUnauthorized, b.do(t, route[0], route[1], "", "").Status)
+		require.Equal(t, http.StatusUnauthorized, b.do(t, route[0], route[1], "not-a-token-at-all", "").Status)
+		require.Equal(t, http.StatusForbidden, b.do(t, route[0], route[1], opsToken, "").Status)
 	}
 }
 
@@ -170,15 +143,15 @@ func TestGetShowsTheShipmentWithItsHistory(t *testing.T) {
 	require.Equal(t, "invoice.paid", v.History[0].Cause)
 	require.Equal(t, "invoice.paid:"+inv.String()+":pay-1", v.History[0].IdempotencyKey)
 
-	require.Equal(t, http.StatusNotFound, b.get(t, "/v1/shipments/"+uuid.NewString()).status)
-	require.Equal(t, http.StatusNotFound, b.get(t, "/v1/shipments/not-a-uuid").status)
+	require.Equal(t, http.StatusNotFound, b.get(t, "/v1/shipments/"+uuid.NewString()).Status)
+	require.Equal(t, http.StatusNotFound, b.get(t, "/v1/shipments/not-a-uuid").Status)
 }
 
 func TestTransitions(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id := b.shipmentOf(t, b.paid(t)).ID
-	move := func(body string) response {
+	move := func(body string) logisticstest.Response {
 		return b.do(t, http.MethodPost, "/v1/shipments/"+id+"/transitions", warehouseToken, body)
 	}
 
@@ -188,12 +161,12 @@ func TestTransitions(t *testing.T) {
 	require.Len(t, v.History, 2)
 	require.Equal(t, "warehouse", v.History[1].Cause)
 
-	require.Equal(t, http.StatusConflict, move(`{"to":"packed","version":1}`).status, "stale version")
-	require.Equal(t, http.StatusUnprocessableEntity, move(`{"to":"shipped","version":2}`).status, "skips packed")
-	require.Equal(t, http.StatusUnprocessableEntity, move(`{"to":"cancelled","version":2}`).status, "finance's move")
+	require.Equal(t, http.StatusConflict, move(`{"to":"packed","version":1}`).Status, "stale version")
+	require.Equal(t, http.StatusUnprocessableEntity, move(`{"to":"shipped","version":2}`).Status, "skips packed")
+	require.Equal(t, http.StatusUnprocessableEntity, move(`{"to":"cancelled","version":2}`).Status, "finance's move")
 	for _, bad := range []string{`{"to":"flying","version":2}`, `{"to":"packed"}`, `{"to":"packed","version":0}`,
 		`{"to":"packed","version":"2"}`, `{"to":"packed","version":2,"extra":1}`, `{"to":"packed","version":2} x`, `nope`} {
-		require.Equal(t, http.StatusBadRequest, move(bad).status, bad)
+		require.Equal(t, http.StatusBadRequest, move(bad).Status, bad)
 	}
 	req, err := http.NewRequest(http.MethodPost, b.url+"/v1/shipments/"+id+"/transitions", strings.NewReader(`{"to":"packed","version":2}`))
 	require.NoError(t, err)
@@ -210,7 +183,7 @@ func TestTransitions(t *testing.T) {
 	require.Len(t, got.History, 2)
 
 	unknown := b.do(t, http.MethodPost, "/v1/shipments/"+uuid.NewString()+"/transitions", warehouseToken, `{"to":"packed","version":1}`)
-	require.Equal(t, http.StatusNotFound, unknown.status)
+	require.Equal(t, http.StatusNotFound, unknown.Status)
 
 	for i, to := range []string{"packed", "shipped", "delivered"} {
 		v = decode[view](t, move(fmt.Sprintf(`{"to":%q,"version":%d}`, to, i+2)), http.StatusOK)
@@ -265,6 +238,6 @@ func TestListRejectsBadParameters(t *testing.T) {
 	for _, q := range []string{"state=lost", "invoice_id=42", "limit=0", "limit=501", "limit=ten", "limit=-1",
 		"cursor=garbage", "cursor=" + url.QueryEscape("czE6MA"), "cursor=" + url.QueryEscape("eDox")} {
 		r := b.get(t, "/v1/shipments?"+q)
-		require.Equal(t, http.StatusBadRequest, r.status, q)
+		require.Equal(t, http.StatusBadRequest, r.Status, q)
 	}
 }

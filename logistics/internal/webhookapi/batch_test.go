@@ -49,9 +49,9 @@ func (h harness) batchRequest(t testing.TB, body []byte) *http.Request {
 // answers decodes a 200 batch answer.
 func answers(t *testing.T, r response) []webhookapi.ItemAnswer {
 	t.Helper()
-	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	var resp webhookapi.BatchResponse
-	require.NoError(t, json.Unmarshal(r.body, &resp))
+	require.NoError(t, json.Unmarshal(r.Body, &resp))
 	return resp.Items
 }
 
@@ -142,9 +142,7 @@ func TestConcurrentIdenticalBatchesApplyEachEventOnce(t *testing.T) {
 	}
 	require.Equal(t, counts{processed: 100, shipments: 50, history: 100}, h.counts(t))
 	for _, inv := range invoices {
-		state, version := h.shipmentOf(t, inv)
-		require.Equal(t, "waiting", state)
-		require.EqualValues(t, 2, version)
+		h.requireShipment(t, inv, "waiting", 2)
 	}
 }
 
@@ -169,9 +167,9 @@ func TestConcurrentShuffledBatchesAndSinglesApplyEachEventOnce(t *testing.T) {
 	fresh := map[string]int{}
 	for i, r := range concurrently(t, reqs) {
 		if i%2 == 1 {
-			require.Equal(t, http.StatusOK, r.status, string(r.body))
+			require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 			var ack webhookapi.Ack
-			require.NoError(t, json.Unmarshal(r.body, &ack))
+			require.NoError(t, json.Unmarshal(r.Body, &ack))
 			if !ack.Duplicate {
 				fresh[reqs[i].Header.Get(webhookapi.HeaderIdempotencyKey)]++
 			}
@@ -384,9 +382,7 @@ func TestBatchAppliesAnInvoicesEventsInSequence(t *testing.T) {
 		require.Equal(t, ok(a.IdempotencyKey, false, false), a)
 	}
 	for _, inv := range []uuid.UUID{inOrder, reversed} {
-		state, version := h.shipmentOf(t, inv)
-		require.Equal(t, "waiting", state)
-		require.EqualValues(t, 2, version)
+		h.requireShipment(t, inv, "waiting", 2)
 		require.Equal(t, []string{" → awaiting_payment (invoice.issued)", "awaiting_payment → waiting (invoice.paid)"},
 			h.history(t, inv))
 	}

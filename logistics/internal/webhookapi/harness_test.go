@@ -6,10 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -18,11 +16,9 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
-	"handoff/migrations"
-	"handoff/pkg/integrationkit/httpserver"
-	"handoff/pkg/integrationkit/pgtest"
 	"handoff/pkg/integrationkit/webhook"
 
+	"handoff/logistics/internal/logisticstest"
 	"handoff/logistics/internal/shipment"
 	"handoff/logistics/internal/webhookapi"
 )
@@ -39,21 +35,18 @@ type harness struct {
 
 func setup(t testing.TB) harness {
 	t.Helper()
-	db, _ := pgtest.NewDB(t, "logistics", migrations.Logistics())
+	db := logisticstest.NewDB(t)
 
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	log := slog.New(slog.DiscardHandler)
-	e := httpserver.New(log)
 	h, err := webhookapi.New(webhookapi.Config{
-		DB: db, Shipments: shipment.NewService(db), Verifier: webhook.NewVerifier([][]byte{key}), Log: log,
+		DB: db, Shipments: shipment.NewService(db), Verifier: webhook.NewVerifier([][]byte{key}),
+		Log: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)
-	h.Register(e)
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
+	base := logisticstest.Serve(t, h.Register)
 	return harness{
-		db: db, url: srv.URL + webhookapi.Path, batchURL: srv.URL + webhookapi.BatchPath,
+		db: db, url: base + webhookapi.Path, batchURL: base + webhookapi.BatchPath,
 		signer: webhook.NewSigner([][]byte{key}),
 	}
 }
@@ -113,22 +106,13 @@ func (h harness) request(t *testing.T, key string, body []byte) *http.Request {
 	return req
 }
 
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
+// response is an answer as the tests read it.
+type response = logisticstest.Response
 
 // do sends req on a connection of its own.
 func do(t *testing.T, req *http.Request) response {
 	t.Helper()
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return response{status: resp.StatusCode, header: resp.Header, body: body}
+	return logisticstest.Do(t, req)
 }
 
 // send delivers env under its dispatcher key.
@@ -139,20 +123,20 @@ func (h harness) send(t *testing.T, env map[string]any) response {
 
 func requireOK(t *testing.T, r response, want string) {
 	t.Helper()
-	require.Equal(t, http.StatusOK, r.status, string(r.body))
-	require.JSONEq(t, want, string(r.body))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.JSONEq(t, want, string(r.Body))
 }
 
 // requireProblem checks an error answer's status and problem type.
 func requireProblem(t *testing.T, r response, status int, slug string) {
 	t.Helper()
-	require.Equal(t, status, r.status, string(r.body))
-	require.Equal(t, "application/problem+json", r.header.Get("Content-Type"))
+	require.Equal(t, status, r.Status, string(r.Body))
+	require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"))
 	var p struct {
 		Type   string `json:"type"`
 		Status int    `json:"status"`
 	}
-	require.NoError(t, json.Unmarshal(r.body, &p))
+	require.NoError(t, json.Unmarshal(r.Body, &p))
 	require.Equal(t, status, p.Status)
 	require.Equal(t, "https://handoff.dev/problems/"+slug, p.Type)
 }
@@ -179,4 +163,12 @@ func (h harness) shipmentOf(t *testing.T, invoice uuid.UUID) (string, int64) {
 		Scan(context.Background(), &state, &version)
 	require.NoError(t, err)
 	return state, version
+}
+
+// requireShipment checks the state and version of the invoice's shipment.
+func (h harness) requireShipment(t *testing.T, invoice uuid.UUID, state string, version int64) {
+	t.Helper()
+	gotState, gotVersion := h.shipmentOf(t, invoice)
+	require.Equal(t, state, gotState)
+	require.Equal(t, version, gotVersion)
 }

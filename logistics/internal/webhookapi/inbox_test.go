@@ -6,10 +6,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
+	"handoff/logistics/internal/logisticstest"
 	"handoff/logistics/internal/webhookapi"
-	"handoff/migrations"
 	"handoff/pkg/integrationkit/inbox/inboxtest"
-	"handoff/pkg/integrationkit/pgtest"
 )
 
 // The kit's inbox keeps its contract on logistics' own table, as logistics'
@@ -17,8 +16,7 @@ import (
 func TestInboxConformsOnProcessedEvents(t *testing.T) {
 	t.Parallel()
 	inboxtest.Exercise(t, func(t *testing.T) *bun.DB {
-		db, _ := pgtest.NewDB(t, "logistics", migrations.Logistics())
-		return db
+		return logisticstest.NewDB(t)
 	}, webhookapi.ProcessedEventsTable, func(key string) map[string]any {
 		return map[string]any{"event_id": "evt-" + key, "event_type": "invoice.paid", "invoice_id": uuid.New()}
 	})

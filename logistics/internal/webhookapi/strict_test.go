@@ -81,7 +81,7 @@ func TestStrictParsingRefusesAmbiguousEvents(t *testing.T) {
 			req.URL.RawQuery = tc.query
 			r := do(t, req)
 			requireProblem(t, r, http.StatusBadRequest, tc.slug)
-			require.Equal(t, tc.detail, problemOf(t, r.body).Detail)
+			require.Equal(t, tc.detail, problemOf(t, r.Body).Detail)
 		})
 	}
 	require.Equal(t, counts{}, h.counts(t))
@@ -126,7 +126,7 @@ func TestStrictParsingOfBatches(t *testing.T) {
 			req.URL.RawQuery = tc.query
 			r := do(t, req)
 			requireProblem(t, r, http.StatusBadRequest, tc.slug)
-			require.Equal(t, tc.detail, problemOf(t, r.body).Detail)
+			require.Equal(t, tc.detail, problemOf(t, r.Body).Detail)
 		})
 	}
 	require.Equal(t, counts{}, h.counts(t))

@@ -36,9 +36,7 @@ func TestNewEventIsApplied(t *testing.T) {
 	requireOK(t, h.send(t, envelope(shipment.InvoicePaid, inv, 2)), applied)
 
 	require.Equal(t, counts{processed: 1, shipments: 1, history: 1}, h.counts(t))
-	state, version := h.shipmentOf(t, inv)
-	require.Equal(t, "waiting", state)
-	require.EqualValues(t, 1, version)
+	h.requireShipment(t, inv, "waiting", 1)
 	var result, eventType string
 	err := h.db.NewRaw(`SELECT result, event_type FROM logistics_processed_events WHERE invoice_id = ?`, inv).
 		Scan(context.Background(), &result, &eventType)
@@ -57,9 +55,7 @@ func TestIssuedThenPaidMovesTheShipment(t *testing.T) {
 	require.Equal(t, "awaiting_payment", state)
 
 	requireOK(t, h.send(t, envelope(shipment.InvoicePaid, inv, 2)), applied)
-	state, version := h.shipmentOf(t, inv)
-	require.Equal(t, "waiting", state)
-	require.EqualValues(t, 2, version)
+	h.requireShipment(t, inv, "waiting", 2)
 	require.Equal(t, counts{processed: 2, shipments: 1, history: 2}, h.counts(t))
 }
 
@@ -100,9 +96,9 @@ func TestConcurrentIdenticalWebhooksApplyOnce(t *testing.T) {
 
 	answers := map[string]int{}
 	for _, r := range resps {
-		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 		var ack webhookapi.Ack
-		require.NoError(t, json.Unmarshal(r.body, &ack))
+		require.NoError(t, json.Unmarshal(r.Body, &ack))
 		answers[string(marshal(t, ack))]++
 	}
 	require.Equal(t, map[string]int{applied: 1, duplicate: n - 1}, answers)
@@ -316,8 +312,8 @@ func TestMalformedEventsAre400(t *testing.T) {
 	for name, body := range tests {
 		t.Run(name, func(t *testing.T) {
 			r := do(t, h.request(t, "invoice.paid:"+name, body))
-			require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
-			require.Equal(t, "application/problem+json", r.header.Get("Content-Type"))
+			require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
+			require.Equal(t, "application/problem+json", r.Header.Get("Content-Type"))
 		})
 	}
 	require.Equal(t, counts{}, h.counts(t))
@@ -331,14 +327,12 @@ func TestRefundBeforeTheShipmentExistsIs409(t *testing.T) {
 
 	r := h.send(t, refund)
 	requireProblem(t, r, http.StatusConflict, "not-yet-applicable")
-	require.Equal(t, "5", r.header.Get("Retry-After"))
+	require.Equal(t, "5", r.Header.Get("Retry-After"))
 	require.Equal(t, counts{}, h.counts(t))
 
 	requireOK(t, h.send(t, envelope(shipment.InvoicePaid, inv, 2)), applied)
 	requireOK(t, h.send(t, refund), applied)
-	state, version := h.shipmentOf(t, inv)
-	require.Equal(t, "cancelled", state)
-	require.EqualValues(t, 2, version)
+	h.requireShipment(t, inv, "cancelled", 2)
 }
 
 func TestStaleEventIsRecordedAndChangesNothing(t *testing.T) {
@@ -353,9 +347,7 @@ func TestStaleEventIsRecordedAndChangesNothing(t *testing.T) {
 	requireOK(t, h.send(t, issued), `{"status":"ok","duplicate":true,"stale":true}`)
 
 	require.Equal(t, counts{processed: before.processed + 1, shipments: 1, history: before.history}, h.counts(t))
-	state, version := h.shipmentOf(t, inv)
-	require.Equal(t, "waiting", state)
-	require.EqualValues(t, 1, version)
+	h.requireShipment(t, inv, "waiting", 1)
 	var result string
 	err := h.db.NewRaw(`SELECT result FROM logistics_processed_events WHERE idempotency_key = ?`, keyOf(issued)).
 		Scan(context.Background(), &result)
