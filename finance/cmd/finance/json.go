@@ -11,13 +11,15 @@ import (
 	"handoff/finance/internal/insight"
 	"handoff/finance/internal/logisticsclient"
 	"handoff/finance/internal/ops"
+	"handoff/finance/internal/opsapi"
 	"handoff/finance/internal/reconcile"
 	"handoff/pkg/integrationkit/outbox"
 )
 
 // The documents --json prints, one per command: what the text says, with field names
 // in snake_case, times in RFC 3339 (UTC), and null for a time or an object that is
-// absent. Where the ops API answers the same question its field names are kept, so a
+// absent. Where the ops API answers the same question the command prints the API's
+// document (package opsapi's exported ones), with what the command says besides, so a
 // script reads either alike.
 
 // writeJSON writes v as one indented JSON document.
@@ -28,75 +30,28 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// statsDoc is the ops API's stats with how many of the pending are due now, and a
+// reconciliation that says whether it was clean.
 type statsDoc struct {
-	Counts struct {
-		Pending   int64 `json:"pending"`
-		Delivered int64 `json:"delivered"`
-		Failed    int64 `json:"failed"`
-		Skipped   int64 `json:"skipped"`
-	} `json:"counts"`
-	// DueNow and InFlight are among the pending.
-	DueNow                  int64              `json:"due_now"`
-	InFlight                int64              `json:"in_flight"`
-	OldestPendingAgeSeconds float64            `json:"oldest_pending_age_seconds"`
-	AsOf                    time.Time          `json:"as_of"`
-	Circuits                []circuitDoc       `json:"circuits"`
-	Reconciliation          *reconciliationDoc `json:"reconciliation"`
-	// ReconciliationNote says why Reconciliation is null.
-	ReconciliationNote string `json:"reconciliation_note,omitempty"`
-}
-
-type circuitDoc struct {
-	Destination string     `json:"destination"`
-	State       string     `json:"state"`
-	Failures    int        `json:"failures"`
-	OpenUntil   *time.Time `json:"open_until"`
-	ChangedAt   time.Time  `json:"changed_at"`
-	PausedAt    *time.Time `json:"paused_at"`
-}
-
-type discrepancyCounts struct {
-	Missing int `json:"missing"`
-	Unknown int `json:"unknown"`
-	Overdue int `json:"overdue"`
+	opsapi.Stats
+	// DueNow is among the pending.
+	DueNow int64 `json:"due_now"`
+	// Reconciliation stands for the API's, which does not say clean.
+	Reconciliation *reconciliationDoc `json:"reconciliation"`
 }
 
 // reconciliationDoc is the latest reconciliation in the stats: the keys of each kind
 // of discrepancy, perhaps cut short; the counts are complete.
 type reconciliationDoc struct {
-	FinishedAt    time.Time         `json:"finished_at"`
-	From          time.Time         `json:"from"`
-	To            time.Time         `json:"to"`
-	Delivered     int               `json:"delivered"`
-	Processed     int               `json:"processed"`
-	Skipped       int               `json:"skipped"`
-	Discrepancies discrepancyCounts `json:"discrepancies"`
-	Missing       []string          `json:"missing"`
-	Unknown       []string          `json:"unknown"`
-	Overdue       []string          `json:"overdue"`
-	Clean         bool              `json:"clean"`
-	Error         string            `json:"error,omitempty"`
+	opsapi.Reconciliation
+	Clean bool `json:"clean"`
 }
 
 func newStatsDoc(ov ops.Overview) statsDoc {
-	st := ov.Stats
-	var d statsDoc
-	d.Counts.Pending, d.Counts.Delivered, d.Counts.Failed, d.Counts.Skipped = st.Pending, st.Delivered, st.Failed, st.Skipped
-	d.DueNow, d.InFlight = st.Due, st.InFlight
-	d.OldestPendingAgeSeconds, d.AsOf = st.OldestPendingAge.Seconds(), st.Now.UTC()
-	d.Circuits = make([]circuitDoc, len(ov.Circuits))
-	for i, c := range ov.Circuits {
-		d.Circuits[i] = circuitDoc{Destination: c.Destination, State: string(c.State), Failures: c.Failures,
-			OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC(), PausedAt: utc(c.PausedAt)}
+	d := statsDoc{Stats: opsapi.NewStats(ov), DueNow: ov.Stats.Due}
+	if r := d.Stats.Reconciliation; r != nil {
+		d.Reconciliation = &reconciliationDoc{Reconciliation: *r, Clean: ov.Reconciliation.Clean()}
 	}
-	if r := ov.Reconciliation; r != nil {
-		d.Reconciliation = &reconciliationDoc{FinishedAt: r.FinishedAt.UTC(), From: r.From.UTC(), To: r.To.UTC(),
-			Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped,
-			Discrepancies: discrepancyCounts{r.MissingCount, r.UnknownCount, r.OverdueCount},
-			Missing:       nonNil(r.Missing), Unknown: nonNil(r.Unknown), Overdue: nonNil(r.Overdue),
-			Clean: r.Clean(), Error: r.Error}
-	}
-	d.ReconciliationNote = ov.ReconciliationNote
 	return d
 }
 
@@ -253,18 +208,6 @@ func newAuditPageDoc(p audit.Page) auditPageDoc {
 	return d
 }
 
-type invoiceDoc struct {
-	ID         string    `json:"id"`
-	Number     string    `json:"number"`
-	Status     string    `json:"status"`
-	CustomerID string    `json:"customer_id"`
-	Currency   string    `json:"currency"`
-	TotalMinor int64     `json:"total_minor"`
-	PaidMinor  int64     `json:"paid_minor"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-}
-
 // traceEventDoc is an event of a trace with logistics' record of its key: null when
 // logistics has none, or could not be asked (logistics.available is false).
 type traceEventDoc struct {
@@ -273,33 +216,19 @@ type traceEventDoc struct {
 }
 
 type traceDoc struct {
-	Invoice   invoiceDoc      `json:"invoice"`
-	Events    []traceEventDoc `json:"events"`
-	Logistics struct {
-		Available bool `json:"available"`
-		// Note says why logistics' record is not available.
-		Note      string                           `json:"note,omitempty"`
-		Processed []logisticsclient.ProcessedEvent `json:"processed"`
-		Shipment  *logisticsclient.Shipment        `json:"shipment"`
-	} `json:"logistics"`
+	Invoice   opsapi.Invoice        `json:"invoice"`
+	Events    []traceEventDoc       `json:"events"`
+	Logistics opsapi.TraceLogistics `json:"logistics"`
 }
 
 func newTraceDoc(t ops.Trace, rows []insight.Row) traceDoc {
-	inv := t.Invoice
-	d := traceDoc{Invoice: invoiceDoc{ID: inv.ID.String(), Number: inv.Number, Status: string(inv.Status),
-		CustomerID: inv.CustomerID, Currency: inv.Currency, TotalMinor: inv.TotalMinor, PaidMinor: inv.PaidMinor,
-		CreatedAt: inv.CreatedAt.UTC(), UpdatedAt: inv.UpdatedAt.UTC()}, Events: make([]traceEventDoc, len(t.Events))}
+	d := traceDoc{Invoice: opsapi.NewInvoice(t.Invoice), Events: make([]traceEventDoc, len(t.Events)),
+		Logistics: opsapi.NewTraceLogistics(t)}
 	for i, ev := range t.Events {
 		d.Events[i] = traceEventDoc{detailDoc: newDetailDoc(rows[i], ev, t.Actions[ev.ID])}
 		if p, ok := t.Processed(ev.IdempotencyKey); ok {
 			d.Events[i].Logistics = &p
 		}
-	}
-	d.Logistics.Note, d.Logistics.Processed = t.LogisticsNote, []logisticsclient.ProcessedEvent{}
-	if l := t.Logistics; l != nil {
-		d.Logistics.Available = true
-		d.Logistics.Processed = append(d.Logistics.Processed, l.Items...)
-		d.Logistics.Shipment = l.Shipment
 	}
 	return d
 }
@@ -307,19 +236,13 @@ func newTraceDoc(t ops.Trace, rows []insight.Row) traceDoc {
 // reportDoc is a reconciliation's report: the counts are complete, the lists of
 // discrepancies at most reconcile.MaxListed of each kind, oldest first.
 type reportDoc struct {
-	ID            int64             `json:"id"`
-	StartedAt     time.Time         `json:"started_at"`
-	FinishedAt    time.Time         `json:"finished_at"`
-	From          time.Time         `json:"from"`
-	To            time.Time         `json:"to"`
-	Delivered     int               `json:"delivered"`
-	Processed     int               `json:"processed"`
-	Skipped       int               `json:"skipped"`
-	Discrepancies discrepancyCounts `json:"discrepancies"`
-	Missing       []discrepancyDoc  `json:"missing"`
-	Unknown       []discrepancyDoc  `json:"unknown"`
-	Overdue       []discrepancyDoc  `json:"overdue"`
-	Clean         bool              `json:"clean"`
+	ID        int64     `json:"id"`
+	StartedAt time.Time `json:"started_at"`
+	opsapi.ReconciliationRun
+	Missing []discrepancyDoc `json:"missing"`
+	Unknown []discrepancyDoc `json:"unknown"`
+	Overdue []discrepancyDoc `json:"overdue"`
+	Clean   bool             `json:"clean"`
 }
 
 type discrepancyDoc struct {
@@ -339,10 +262,8 @@ func newReportDoc(r reconcile.Report) reportDoc {
 		}
 		return out
 	}
-	return reportDoc{ID: r.ID, StartedAt: r.StartedAt.UTC(), FinishedAt: r.FinishedAt.UTC(), From: r.From.UTC(),
-		To: r.To.UTC(), Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped,
-		Discrepancies: discrepancyCounts{r.MissingCount, r.UnknownCount, r.OverdueCount},
-		Missing:       list(r.Missing), Unknown: list(r.Unknown), Overdue: list(r.Overdue), Clean: r.OK()}
+	return reportDoc{ID: r.ID, StartedAt: r.StartedAt.UTC(), ReconciliationRun: opsapi.NewReconciliationRun(reconciliationOf(r)),
+		Missing: list(r.Missing), Unknown: list(r.Unknown), Overdue: list(r.Overdue), Clean: r.OK()}
 }
 
 func utc(t *time.Time) *time.Time {
@@ -351,11 +272,4 @@ func utc(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

@@ -78,11 +78,17 @@ func (l latestReconciliation) Latest(ctx context.Context) (ops.Reconciliation, b
 	if err != nil || !ok {
 		return ops.Reconciliation{}, ok, err
 	}
+	return reconciliationOf(r), true, nil
+}
+
+// reconciliationOf is a report as the ops service shows the latest one: the keys of
+// its discrepancies.
+func reconciliationOf(r reconcile.Report) ops.Reconciliation {
 	return ops.Reconciliation{
 		FinishedAt: r.FinishedAt, From: r.From, To: r.To, Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped,
 		MissingCount: r.MissingCount, UnknownCount: r.UnknownCount, OverdueCount: r.OverdueCount,
 		Missing: keys(r.Missing), Unknown: keys(r.Unknown), Overdue: keys(r.Overdue), Error: r.Error,
-	}, true, nil
+	}
 }
 
 func keys(ds []reconcile.Discrepancy) []string {

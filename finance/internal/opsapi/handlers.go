@@ -21,7 +21,7 @@ func (h handlers) stats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newStatsJSON(ov))
+	return c.JSON(http.StatusOK, NewStats(ov))
 }
 
 func (h handlers) list(c echo.Context) error {

@@ -37,33 +37,54 @@ func parseListQuery(q url.Values) (filterQuery, error) {
 		filter:  outbox.Filter{Status: q.Get("status"), Type: q.Get("type")},
 		invoice: q.Get("invoice_id"),
 	}
-	var bad []problem.FieldError
-	field := func(name, detail string) { bad = append(bad, problem.FieldError{Field: name, Detail: detail}) }
+	var bad invalidQuery
 	var ok bool
 	if out.filter.CreatedFrom, ok = parseTime(q.Get("from")); !ok {
-		field("from", "must be an RFC 3339 time such as 2030-01-02T03:04:05Z")
+		bad.add("from", "must be an RFC 3339 time such as 2030-01-02T03:04:05Z")
 	}
 	if out.filter.CreatedTo, ok = parseTime(q.Get("to")); !ok {
-		field("to", "must be an RFC 3339 time such as 2030-01-02T03:04:05Z")
+		bad.add("to", "must be an RFC 3339 time such as 2030-01-02T03:04:05Z")
 	}
+	out.filter.Limit, out.filter.After = parsePage(q, outbox.MaxListLimit, outbox.ParseCursor, &bad)
+	if err := bad.err(); err != nil {
+		return filterQuery{}, err
+	}
+	return out, nil
+}
+
+// invalidQuery collects what is wrong with a query's parameters.
+type invalidQuery []problem.FieldError
+
+func (b *invalidQuery) add(name, detail string) {
+	*b = append(*b, problem.FieldError{Field: name, Detail: detail})
+}
+
+// err is the problem listing them all; nil when there are none.
+func (b invalidQuery) err() error {
+	if len(b) == 0 {
+		return nil
+	}
+	return problem.Invalid("the query is not valid", b...)
+}
+
+// parsePage reads ?limit=&cursor= of a list whose pages hold at most maxLimit and
+// whose cursors parse reads; what is malformed is added to bad.
+func parsePage[C any](q url.Values, maxLimit int, parse func(string) (C, error), bad *invalidQuery) (limit int, after *C) {
 	if s := q.Get("limit"); q.Has("limit") {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			field("limit", "must be an integer between 1 and "+strconv.Itoa(outbox.MaxListLimit))
+			bad.add("limit", "must be an integer between 1 and "+strconv.Itoa(maxLimit))
 		}
-		out.filter.Limit = n
+		limit = n
 	}
 	if s := q.Get("cursor"); s != "" {
-		c, err := outbox.ParseCursor(s)
+		c, err := parse(s)
 		if err != nil {
-			field("cursor", "is not a cursor of this list")
+			bad.add("cursor", "is not a cursor of this list")
 		}
-		out.filter.After = &c
+		after = &c
 	}
-	if len(bad) > 0 {
-		return filterQuery{}, problem.Invalid("the query is not valid", bad...)
-	}
-	return out, nil
+	return limit, after
 }
 
 // parseTime reads an optional RFC 3339 time; "" is the zero time.
@@ -151,31 +172,17 @@ type auditQuery struct {
 // right form are refused here, the service checks the rest.
 func parseAuditQuery(q url.Values) (auditQuery, error) {
 	out := auditQuery{invoice: q.Get("invoice_id")}
-	var bad []problem.FieldError
-	field := func(name, detail string) { bad = append(bad, problem.FieldError{Field: name, Detail: detail}) }
+	var bad invalidQuery
 	if s := q.Get("event_id"); s != "" {
 		id, err := uuid.Parse(s)
 		if err != nil {
-			field("event_id", "must be an event id (a UUID)")
+			bad.add("event_id", "must be an event id (a UUID)")
 		}
 		out.query.EventID = &id
 	}
-	if s := q.Get("limit"); q.Has("limit") {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			field("limit", "must be an integer between 1 and "+strconv.Itoa(audit.MaxLimit))
-		}
-		out.query.Limit = n
-	}
-	if s := q.Get("cursor"); s != "" {
-		c, err := audit.ParseCursor(s)
-		if err != nil {
-			field("cursor", "is not a cursor of this list")
-		}
-		out.query.After = &c
-	}
-	if len(bad) > 0 {
-		return auditQuery{}, problem.Invalid("the query is not valid", bad...)
+	out.query.Limit, out.query.After = parsePage(q, audit.MaxLimit, audit.ParseCursor, &bad)
+	if err := bad.err(); err != nil {
+		return auditQuery{}, err
 	}
 	return out, nil
 }

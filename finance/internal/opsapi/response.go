@@ -14,19 +14,26 @@ import (
 	"handoff/pkg/integrationkit/outbox"
 )
 
-// The response shapes; field names are the API's contract.
+// The documents below are the API's; finance's CLI prints them too (`finance
+// outbox stats|trace --json`, `finance reconcile --json`), so a script reads the
+// command and the API alike. Field names are the API's contract.
 
-type statsJSON struct {
-	Counts                  map[string]int64    `json:"counts"`
-	InFlight                int64               `json:"in_flight"`
-	OldestPendingAgeSeconds float64             `json:"oldest_pending_age_seconds"`
-	AsOf                    time.Time           `json:"as_of"`
-	Circuits                []circuitJSON       `json:"circuits"`
-	Reconciliation          *reconciliationJSON `json:"reconciliation"`
-	ReconciliationNote      string              `json:"reconciliation_note,omitempty"`
+// Stats is the outbox's state: GET /v1/ops/outbox/stats.
+type Stats struct {
+	// Counts has the number of events of each status: pending, delivered, failed, skipped.
+	Counts                  map[string]int64 `json:"counts"`
+	InFlight                int64            `json:"in_flight"`
+	OldestPendingAgeSeconds float64          `json:"oldest_pending_age_seconds"`
+	AsOf                    time.Time        `json:"as_of"`
+	Circuits                []Circuit        `json:"circuits"`
+	// Reconciliation is the latest one; null when none ran or none is configured.
+	Reconciliation *Reconciliation `json:"reconciliation"`
+	// ReconciliationNote says why Reconciliation is null.
+	ReconciliationNote string `json:"reconciliation_note,omitempty"`
 }
 
-type circuitJSON struct {
+// Circuit is a destination's circuit breaker.
+type Circuit struct {
 	Destination string     `json:"destination"`
 	State       string     `json:"state"`
 	Failures    int        `json:"failures"`
@@ -36,23 +43,111 @@ type circuitJSON struct {
 	PausedAt *time.Time `json:"paused_at"`
 }
 
-type reconciliationJSON struct {
-	FinishedAt time.Time `json:"finished_at"`
-	From       time.Time `json:"from"`
-	To         time.Time `json:"to"`
-	Delivered  int       `json:"delivered"`
-	Processed  int       `json:"processed"`
-	Skipped    int       `json:"skipped"`
-	Counts     struct {
-		Missing int `json:"missing"`
-		Unknown int `json:"unknown"`
-		Overdue int `json:"overdue"`
-	} `json:"discrepancies"`
+// ReconciliationRun is a reconciliation's window and what it counted in it; the
+// counts are complete even where the lists of discrepancies are cut short.
+type ReconciliationRun struct {
+	FinishedAt    time.Time         `json:"finished_at"`
+	From          time.Time         `json:"from"`
+	To            time.Time         `json:"to"`
+	Delivered     int               `json:"delivered"`
+	Processed     int               `json:"processed"`
+	Skipped       int               `json:"skipped"`
+	Discrepancies DiscrepancyCounts `json:"discrepancies"`
+}
+
+// DiscrepancyCounts counts a reconciliation's discrepancies of each kind.
+type DiscrepancyCounts struct {
+	Missing int `json:"missing"`
+	Unknown int `json:"unknown"`
+	Overdue int `json:"overdue"`
+}
+
+// Reconciliation is the latest reconciliation in the stats, with the idempotency
+// keys of each kind of discrepancy (perhaps cut short).
+type Reconciliation struct {
+	ReconciliationRun
 	Missing []string `json:"missing"`
 	Unknown []string `json:"unknown"`
 	Overdue []string `json:"overdue"`
-	Error   string   `json:"error,omitempty"`
+	// Error says why the run could not finish.
+	Error string `json:"error,omitempty"`
 }
+
+// Invoice is the invoice of a trace.
+type Invoice struct {
+	ID         string    `json:"id"`
+	Number     string    `json:"number"`
+	Status     string    `json:"status"`
+	CustomerID string    `json:"customer_id"`
+	Currency   string    `json:"currency"`
+	TotalMinor int64     `json:"total_minor"`
+	PaidMinor  int64     `json:"paid_minor"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// TraceLogistics is logistics' record of a trace's invoice.
+type TraceLogistics struct {
+	Available bool `json:"available"`
+	// Note says why logistics' record is not available.
+	Note      string                           `json:"note,omitempty"`
+	Processed []logisticsclient.ProcessedEvent `json:"processed"`
+	Shipment  *logisticsclient.Shipment        `json:"shipment"`
+}
+
+// NewStats shows an overview of the outbox.
+func NewStats(ov ops.Overview) Stats {
+	st := ov.Stats
+	out := Stats{
+		Counts: map[string]int64{
+			outbox.StatusPending: st.Pending, outbox.StatusDelivered: st.Delivered, outbox.StatusFailed: st.Failed,
+			outbox.StatusSkipped: st.Skipped,
+		},
+		InFlight: st.InFlight, OldestPendingAgeSeconds: st.OldestPendingAge.Seconds(), AsOf: st.Now.UTC(),
+		Circuits: make([]Circuit, len(ov.Circuits)), ReconciliationNote: ov.ReconciliationNote,
+	}
+	for i, c := range ov.Circuits {
+		out.Circuits[i] = newCircuit(c)
+	}
+	if r := ov.Reconciliation; r != nil {
+		out.Reconciliation = &Reconciliation{ReconciliationRun: NewReconciliationRun(*r),
+			Missing: nonNil(r.Missing), Unknown: nonNil(r.Unknown), Overdue: nonNil(r.Overdue), Error: r.Error}
+	}
+	return out
+}
+
+func newCircuit(c breaker.Circuit) Circuit {
+	return Circuit{Destination: c.Destination, State: string(c.State), Failures: c.Failures,
+		OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC(), PausedAt: utc(c.PausedAt)}
+}
+
+// NewReconciliationRun shows r's window and counts.
+func NewReconciliationRun(r ops.Reconciliation) ReconciliationRun {
+	return ReconciliationRun{FinishedAt: r.FinishedAt.UTC(), From: r.From.UTC(), To: r.To.UTC(),
+		Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped,
+		Discrepancies: DiscrepancyCounts{Missing: r.MissingCount, Unknown: r.UnknownCount, Overdue: r.OverdueCount}}
+}
+
+// NewInvoice shows inv.
+func NewInvoice(inv invoice.Invoice) Invoice {
+	return Invoice{ID: inv.ID.String(), Number: inv.Number, Status: string(inv.Status),
+		CustomerID: inv.CustomerID, Currency: inv.Currency, TotalMinor: inv.TotalMinor, PaidMinor: inv.PaidMinor,
+		CreatedAt: inv.CreatedAt.UTC(), UpdatedAt: inv.UpdatedAt.UTC()}
+}
+
+// NewTraceLogistics shows logistics' record of t's invoice: available, or a note why
+// not.
+func NewTraceLogistics(t ops.Trace) TraceLogistics {
+	out := TraceLogistics{Note: t.LogisticsNote, Processed: []logisticsclient.ProcessedEvent{}}
+	if l := t.Logistics; l != nil {
+		out.Available = true
+		out.Processed = append(out.Processed, l.Items...)
+		out.Shipment = l.Shipment
+	}
+	return out
+}
+
+// The API's other response shapes.
 
 type eventJSON struct {
 	ID             string          `json:"id"`
@@ -146,57 +241,10 @@ type auditPageJSON struct {
 	NextCursor string      `json:"next_cursor,omitempty"`
 }
 
-type invoiceJSON struct {
-	ID         string    `json:"id"`
-	Number     string    `json:"number"`
-	Status     string    `json:"status"`
-	CustomerID string    `json:"customer_id"`
-	Currency   string    `json:"currency"`
-	TotalMinor int64     `json:"total_minor"`
-	PaidMinor  int64     `json:"paid_minor"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-}
-
 type traceJSON struct {
-	Invoice   invoiceJSON   `json:"invoice"`
-	Events    []detailJSON  `json:"events"`
-	Logistics logisticsJSON `json:"logistics"`
-}
-
-type logisticsJSON struct {
-	Available bool                             `json:"available"`
-	Note      string                           `json:"note,omitempty"`
-	Processed []logisticsclient.ProcessedEvent `json:"processed"`
-	Shipment  *logisticsclient.Shipment        `json:"shipment"`
-}
-
-func newStatsJSON(ov ops.Overview) statsJSON {
-	st := ov.Stats
-	out := statsJSON{
-		Counts: map[string]int64{
-			outbox.StatusPending: st.Pending, outbox.StatusDelivered: st.Delivered, outbox.StatusFailed: st.Failed,
-			outbox.StatusSkipped: st.Skipped,
-		},
-		InFlight: st.InFlight, OldestPendingAgeSeconds: st.OldestPendingAge.Seconds(), AsOf: st.Now.UTC(),
-		Circuits: make([]circuitJSON, len(ov.Circuits)), ReconciliationNote: ov.ReconciliationNote,
-	}
-	for i, c := range ov.Circuits {
-		out.Circuits[i] = newCircuitJSON(c)
-	}
-	if r := ov.Reconciliation; r != nil {
-		rj := &reconciliationJSON{FinishedAt: r.FinishedAt.UTC(), From: r.From.UTC(), To: r.To.UTC(),
-			Delivered: r.Delivered, Processed: r.Processed, Skipped: r.Skipped, Missing: nonNil(r.Missing), Unknown: nonNil(r.Unknown),
-			Overdue: nonNil(r.Overdue), Error: r.Error}
-		rj.Counts.Missing, rj.Counts.Unknown, rj.Counts.Overdue = r.MissingCount, r.UnknownCount, r.OverdueCount
-		out.Reconciliation = rj
-	}
-	return out
-}
-
-func newCircuitJSON(c breaker.Circuit) circuitJSON {
-	return circuitJSON{Destination: c.Destination, State: string(c.State), Failures: c.Failures,
-		OpenUntil: utc(c.OpenUntil), ChangedAt: c.ChangedAt.UTC(), PausedAt: utc(c.PausedAt)}
+	Invoice   Invoice        `json:"invoice"`
+	Events    []detailJSON   `json:"events"`
+	Logistics TraceLogistics `json:"logistics"`
 }
 
 func newEventJSON(ev outbox.StoredEvent) eventJSON {
@@ -225,21 +273,14 @@ func newDetailJSON(d outbox.EventDetail, actions []audit.Entry, processed *logis
 }
 
 func newTraceJSON(t ops.Trace) traceJSON {
-	out := traceJSON{
-		Invoice: newInvoiceJSON(t.Invoice), Events: make([]detailJSON, len(t.Events)),
-		Logistics: logisticsJSON{Note: t.LogisticsNote, Processed: []logisticsclient.ProcessedEvent{}},
-	}
+	out := traceJSON{Invoice: NewInvoice(t.Invoice), Events: make([]detailJSON, len(t.Events)),
+		Logistics: NewTraceLogistics(t)}
 	for i, d := range t.Events {
 		var rec *logisticsclient.ProcessedEvent
 		if p, ok := t.Processed(d.IdempotencyKey); ok {
 			rec = &p
 		}
 		out.Events[i] = newDetailJSON(d, t.Actions[d.ID], rec)
-	}
-	if l := t.Logistics; l != nil {
-		out.Logistics.Available = true
-		out.Logistics.Processed = append(out.Logistics.Processed, l.Items...)
-		out.Logistics.Shipment = l.Shipment
 	}
 	return out
 }
@@ -251,12 +292,6 @@ func newAuditJSON(entries []audit.Entry) []auditJSON {
 			EventID: e.EventID, InvoiceID: e.InvoiceID, Count: e.Count, Filter: e.Filter, Destination: e.Destination}
 	}
 	return out
-}
-
-func newInvoiceJSON(inv invoice.Invoice) invoiceJSON {
-	return invoiceJSON{ID: inv.ID.String(), Number: inv.Number, Status: string(inv.Status),
-		CustomerID: inv.CustomerID, Currency: inv.Currency, TotalMinor: inv.TotalMinor, PaidMinor: inv.PaidMinor,
-		CreatedAt: inv.CreatedAt.UTC(), UpdatedAt: inv.UpdatedAt.UTC()}
 }
 
 func utc(t *time.Time) *time.Time {

@@ -88,16 +88,10 @@ func (d *Dashboard) confirmEvent(c echo.Context) error {
 }
 
 func (d *Dashboard) renderEventConfirm(c echo.Context, status int, id uuid.UUID, name string, a eventAction, reason, refused string) error {
-	ctx := c.Request().Context()
-	ev, err := d.cfg.Service.Event(ctx, id)
+	ev, row, err := d.eventDetail(c.Request().Context(), id)
 	if err != nil {
 		return err
 	}
-	rows, err := d.eventRows(ctx, []outbox.StoredEvent{ev.StoredEvent})
-	if err != nil {
-		return err
-	}
-	row := rows[0]
 	p := confirmPage{
 		Heading: a.button + " " + ev.EventType + " #" + strconv.FormatInt(ev.Sequence, 10) + " of " + row.Invoice + "?",
 		Explain: a.explain, Post: EventPath(id) + "/" + name, Button: a.button, Danger: a.danger,

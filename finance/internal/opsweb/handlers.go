@@ -232,17 +232,27 @@ func (d *Dashboard) events(c echo.Context) error {
 	return d.render(c, http.StatusOK, "events", view{Title: "Events", Data: p, Notice: bulkNotice(q)})
 }
 
+// eventDetail reads the event id with its row: its invoice's number and the failed
+// event holding it back.
+func (d *Dashboard) eventDetail(ctx context.Context, id uuid.UUID) (outbox.EventDetail, eventRow, error) {
+	ev, err := d.cfg.Service.Event(ctx, id)
+	if err != nil {
+		return outbox.EventDetail{}, eventRow{}, err
+	}
+	rows, err := d.eventRows(ctx, []outbox.StoredEvent{ev.StoredEvent})
+	if err != nil {
+		return outbox.EventDetail{}, eventRow{}, err
+	}
+	return ev, rows[0], nil
+}
+
 func (d *Dashboard) event(c echo.Context) error {
 	id, err := uuid.Parse(c.Param("id"))
 	if err != nil {
 		return outbox.ErrNotFound
 	}
 	ctx := c.Request().Context()
-	ev, err := d.cfg.Service.Event(ctx, id)
-	if err != nil {
-		return err
-	}
-	rows, err := d.eventRows(ctx, []outbox.StoredEvent{ev.StoredEvent})
+	ev, row, err := d.eventDetail(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -250,7 +260,7 @@ func (d *Dashboard) event(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := eventPage{eventRow: rows[0], AttemptLog: ev.AttemptLog, Actions: actions}
+	p := eventPage{eventRow: row, AttemptLog: ev.AttemptLog, Actions: actions}
 	if cur := d.cfg.Service.Destination(); cur != "" && ev.Destination != cur &&
 		(ev.Status == outbox.StatusPending || ev.Status == outbox.StatusFailed) {
 		p.RetargetURL = DestinationPath(audit.Retarget, ev.Destination)
