@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/egress/egresstest"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/outbox/outboxtest"
 )
@@ -36,22 +36,7 @@ func TestDispatcherIgnoresTheEnvironmentProxy(t *testing.T) {
 		deliverWithProxyEnvironment(t, port)
 		return
 	}
-	var lc net.ListenConfig
-	proxy, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var proxied atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := proxy.Accept()
-			if err != nil {
-				return
-			}
-			proxied.Add(1)
-			_ = conn.Close()
-		}
-	})
-	t.Cleanup(func() { _ = proxy.Close(); wg.Wait() })
+	proxy := egresstest.Listen(t, "127.0.0.1:0")
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
@@ -59,15 +44,10 @@ func TestDispatcherIgnoresTheEnvironmentProxy(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	proxyURL := "http://" + proxy.Addr().String()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDispatcherIgnoresTheEnvironmentProxy$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childPort+"="+strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port),
-		"HTTP_PROXY="+proxyURL, "HTTPS_PROXY="+proxyURL, "ALL_PROXY="+proxyURL,
-		"http_proxy="+proxyURL, "https_proxy="+proxyURL, "NO_PROXY=", "no_proxy=")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	egresstest.RunWithProxyEnvironment(t, "TestDispatcherIgnoresTheEnvironmentProxy", proxy.URL(),
+		childPort+"="+strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port))
 	require.EqualValues(t, 1, hits.Load(), "the event reached the receiver directly")
-	require.Zero(t, proxied.Load(), "the environment's proxy was never dialed")
+	require.Zero(t, proxy.Accepted(), "the environment's proxy was never dialed")
 }
 
 // deliverWithProxyEnvironment delivers one event to logistics.test:port, a name the

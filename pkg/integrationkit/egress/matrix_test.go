@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/egress/egresstest"
 )
 
 // hangingResolver never answers: a DNS server that swallows the query.
@@ -96,11 +96,11 @@ func TestHugeResponseHeadersAreRefused(t *testing.T) {
 // its path.
 func TestBackslashesNeverChangeTheHost(t *testing.T) {
 	t.Parallel()
-	trap := listen(t, "127.0.0.2:0")
+	trap := egresstest.Listen(t, "127.0.0.2:0")
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(srv.Close)
-	allowed, other := srv.Listener.Addr().String(), "127.0.0.2:"+trap.port()
+	allowed, other := srv.Listener.Addr().String(), "127.0.0.2:"+trap.Port()
 	client := newClient(t, "127.0.0.1/32", newResolver(nil))
 	for _, raw := range []string{
 		`http://` + allowed + `\@` + other + `/`,
@@ -112,9 +112,9 @@ func TestBackslashesNeverChangeTheHost(t *testing.T) {
 		u, err := url.Parse(raw)
 		if err == nil {
 			err = egress.CheckURL(u)
-			requireBlocked(t, err, "invalid_address")
+			egresstest.RequireBlocked(t, err, "invalid_address")
 			_, err = client.Get(raw)
-			requireBlocked(t, err, "invalid_address")
+			egresstest.RequireBlocked(t, err, "invalid_address")
 		}
 		require.Error(t, err, raw)
 	}
@@ -122,7 +122,7 @@ func TestBackslashesNeverChangeTheHost(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.EqualValues(t, 1, hits.Load(), "a backslash in the path stays in the path")
-	require.Zero(t, trap.accepted.Load())
+	require.Zero(t, trap.Accepted())
 }
 
 // childTarget carries the receiver's port to the child process of
@@ -139,19 +139,14 @@ func TestEnvironmentProxyIsIgnored(t *testing.T) {
 		requestWithProxyEnvironment(t, port)
 		return
 	}
-	proxy := listen(t, "127.0.0.1:0")
+	proxy := egresstest.Listen(t, "127.0.0.1:0")
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(srv.Close)
-	proxyURL := "http://" + proxy.Addr().String()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEnvironmentProxyIsIgnored$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childTarget+"="+strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port),
-		"HTTP_PROXY="+proxyURL, "HTTPS_PROXY="+proxyURL, "ALL_PROXY="+proxyURL,
-		"http_proxy="+proxyURL, "https_proxy="+proxyURL, "NO_PROXY=", "no_proxy=")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	egresstest.RunWithProxyEnvironment(t, "TestEnvironmentProxyIsIgnored", proxy.URL(),
+		childTarget+"="+strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port))
 	require.EqualValues(t, 1, hits.Load(), "the request reached the receiver directly")
-	require.Zero(t, proxy.accepted.Load(), "the environment's proxy was never dialed")
+	require.Zero(t, proxy.Accepted(), "the environment's proxy was never dialed")
 }
 
 func requestWithProxyEnvironment(t *testing.T, port string) {
