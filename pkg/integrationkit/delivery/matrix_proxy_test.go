@@ -3,13 +3,8 @@ package delivery_test
 import (
 	"context"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"os"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,32 +17,12 @@ import (
 	"handoff/pkg/integrationkit/outbox/outboxtest"
 )
 
-// childPort carries the receiver's port to the child process of
-// TestDispatcherIgnoresTheEnvironmentProxy.
-const childPort = "DELIVERY_TEST_PROXY_CHILD_PORT"
-
 // With HTTP_PROXY, HTTPS_PROXY and ALL_PROXY pointing at a listener and NO_PROXY
 // empty, the dispatcher still dials the destination itself (through its guard) and
-// the proxy sees no connection. The environment is read
-// once per process, so the dispatcher runs in a child process.
+// the proxy sees no connection.
 func TestDispatcherIgnoresTheEnvironmentProxy(t *testing.T) {
 	t.Parallel()
-	if port := os.Getenv(childPort); port != "" {
-		deliverWithProxyEnvironment(t, port)
-		return
-	}
-	proxy := egresstest.Listen(t, "127.0.0.1:0")
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Connection", "close") // no idle connection outlives the child
-	}))
-	t.Cleanup(srv.Close)
-
-	egresstest.RunWithProxyEnvironment(t, "TestDispatcherIgnoresTheEnvironmentProxy", proxy.URL(),
-		childPort+"="+strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port))
-	require.EqualValues(t, 1, hits.Load(), "the event reached the receiver directly")
-	require.Zero(t, proxy.Accepted(), "the environment's proxy was never dialed")
+	egresstest.RequireProxyIgnored(t, deliverWithProxyEnvironment)
 }
 
 // deliverWithProxyEnvironment delivers one event to logistics.test:port, a name the
@@ -56,12 +31,6 @@ func TestDispatcherIgnoresTheEnvironmentProxy(t *testing.T) {
 // destination's.
 func deliverWithProxyEnvironment(t *testing.T, port string) {
 	dest := "http://logistics.test:" + port + "/hook"
-	req, err := http.NewRequest(http.MethodPost, dest, nil)
-	require.NoError(t, err)
-	viaEnv, err := http.ProxyFromEnvironment(req)
-	require.NoError(t, err)
-	require.NotNil(t, viaEnv, "the environment does ask for a proxy for this destination")
-
 	dns := &loopbackResolver{}
 	var mu sync.Mutex
 	var dialed []string

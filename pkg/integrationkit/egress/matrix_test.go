@@ -8,8 +8,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,37 +123,18 @@ func TestBackslashesNeverChangeTheHost(t *testing.T) {
 	require.Zero(t, trap.Accepted())
 }
 
-// childTarget carries the receiver's port to the child process of
-// TestEnvironmentProxyIsIgnored.
-const childTarget = "EGRESS_TEST_PROXY_CHILD_PORT"
-
 // With HTTP_PROXY, HTTPS_PROXY and ALL_PROXY pointing at a listener and NO_PROXY empty,
 // a guarded client still connects straight to the checked address: the proxy, which
-// would dial on the client's behalf past the guard, sees no connection. The
-// environment is read once per process, so the client runs in a child process.
+// would dial on the client's behalf past the guard, sees no connection.
 func TestEnvironmentProxyIsIgnored(t *testing.T) {
 	t.Parallel()
-	if port := os.Getenv(childTarget); port != "" {
-		requestWithProxyEnvironment(t, port)
-		return
-	}
-	proxy := egresstest.Listen(t, "127.0.0.1:0")
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	t.Cleanup(srv.Close)
-	egresstest.RunWithProxyEnvironment(t, "TestEnvironmentProxyIsIgnored", proxy.URL(),
-		childTarget+"="+strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port))
-	require.EqualValues(t, 1, hits.Load(), "the request reached the receiver directly")
-	require.Zero(t, proxy.Accepted(), "the environment's proxy was never dialed")
+	egresstest.RequireProxyIgnored(t, requestWithProxyEnvironment)
 }
 
 func requestWithProxyEnvironment(t *testing.T, port string) {
 	target := "http://logistics.test:" + port + "/webhooks"
 	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader("{}"))
 	require.NoError(t, err)
-	viaEnv, err := http.ProxyFromEnvironment(req)
-	require.NoError(t, err)
-	require.NotNil(t, viaEnv, "the environment does ask for a proxy for this request")
 
 	client := newClient(t, "127.0.0.1/32", newResolver(map[string][]string{"logistics.test": {"127.0.0.1"}}))
 	resp, err := client.Do(req)

@@ -1,13 +1,15 @@
 // Package egresstest holds what the tests of the SSRF guard and of its users check it
 // with: a listener that counts the connections it gets (the address a guarded client
 // must never reach, or the one it must), a guard and an assertion on its refusals, and
-// a child test run with the environment's proxy variables set. It is for tests only:
+// a check that a client ignores the environment's proxy. It is for tests only:
 // a service's non-test code does not import it.
 package egresstest
 
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -89,17 +91,43 @@ func RequireBlocked(t testing.TB, err error, reason string) {
 	require.Equal(t, reason, blocked.Reason, blocked.Error())
 }
 
-// RunWithProxyEnvironment runs the test named test of this test binary again, in a
-// child process whose HTTP_PROXY, HTTPS_PROXY (either case) and ALL_PROXY point at
-// proxyURL, with NO_PROXY empty and environ added: net/http reads the proxy variables
-// once per process, so a test that they are ignored runs its client in a child. It
-// fails t, with the child's output, when the child fails.
-func RunWithProxyEnvironment(t testing.TB, test, proxyURL string, environ ...string) {
+// childPort carries the receiver's port to the child process of RequireProxyIgnored.
+const childPort = "EGRESSTEST_PROXY_CHILD_PORT"
+
+// RequireProxyIgnored checks that a client connects to its destination itself, never
+// through the proxy the environment names. It runs the calling test (a top-level
+// test, which calls it first) again in a child process whose HTTP_PROXY, HTTPS_PROXY
+// (either case) and ALL_PROXY point at a listener, with NO_PROXY empty: net/http reads
+// them once per process. There send gets the port of a receiver on 127.0.0.1 and
+// makes one request to it, through a name its resolver maps to 127.0.0.1, since a
+// proxy is skipped for a loopback address. The receiver must get that one request
+// and the proxy no connection.
+func RequireProxyIgnored(t *testing.T, send func(t *testing.T, port string)) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), environ...)
-	cmd.Env = append(cmd.Env, "HTTP_PROXY="+proxyURL, "HTTPS_PROXY="+proxyURL, "ALL_PROXY="+proxyURL,
+	if port := os.Getenv(childPort); port != "" {
+		req, err := http.NewRequest(http.MethodGet, "http://proxied.test:"+port+"/", nil)
+		require.NoError(t, err)
+		viaEnv, err := http.ProxyFromEnvironment(req)
+		require.NoError(t, err)
+		require.NotNil(t, viaEnv, "the environment does ask for a proxy for a name that is not loopback")
+		send(t, port)
+		return
+	}
+	proxy := Listen(t, "127.0.0.1:0")
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Connection", "close") // no idle connection outlives the child
+	}))
+	t.Cleanup(srv.Close)
+
+	proxyURL := proxy.URL()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childPort+"="+strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port),
+		"HTTP_PROXY="+proxyURL, "HTTPS_PROXY="+proxyURL, "ALL_PROXY="+proxyURL,
 		"http_proxy="+proxyURL, "https_proxy="+proxyURL, "NO_PROXY=", "no_proxy=")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	require.EqualValues(t, 1, hits.Load(), "the request reached the receiver directly")
+	require.Zero(t, proxy.Accepted(), "the environment's proxy was never dialed")
 }
