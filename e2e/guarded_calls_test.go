@@ -2,12 +2,10 @@ package e2e_test
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"handoff/e2e/harness"
+	"handoff/pkg/integrationkit/egress/egresstest"
 )
 
 // deadLettering is a receiver that answers every event 422 with body, so each event
@@ -57,9 +56,9 @@ func deadLetterAlert(t *testing.T, env *harness.Env) alertState {
 // fails the same way. A listener on 127.0.0.2 sees no connection throughout.
 func TestRefusedSlackAndLogisticsAPIAreNeverDialed(t *testing.T) {
 	t.Parallel()
-	trap := newTrap(t, "127.0.0.2:0")
-	refused := "http://127.0.0.2:" + strconv.Itoa(trap.ln.Addr().(*net.TCPAddr).Port)
-	t.Cleanup(func() { require.Zero(t, trap.accepted.Load(), "nothing reached 127.0.0.2") })
+	trap := egresstest.Listen(t, "127.0.0.2:0")
+	refused := trap.URL()
+	t.Cleanup(func() { require.Zero(t, trap.Accepted(), "nothing reached 127.0.0.2") })
 	slackTargets := map[string]map[string]string{
 		"SLACK_WEBHOOK_URL": {"SLACK_WEBHOOK_URL": refused + "/services/T0/B0/X"},
 		"SLACK_API_URL":     {"SLACK_TOKEN": "xoxb-e2e", "SLACK_CHANNEL": "#oncall", "SLACK_API_URL": refused + "/api/"},

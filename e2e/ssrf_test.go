@@ -2,46 +2,16 @@ package e2e_test
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"handoff/e2e/harness"
+	"handoff/pkg/integrationkit/egress/egresstest"
 	"handoff/pkg/integrationkit/pgtest"
 )
-
-// trap is a listener on an address finance must never reach; it counts connections.
-type trap struct {
-	ln       net.Listener
-	accepted atomic.Int64
-}
-
-func newTrap(t *testing.T, addr string) *trap {
-	t.Helper()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", addr)
-	require.NoError(t, err)
-	tr := &trap{ln: ln}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			tr.accepted.Add(1)
-			_ = conn.Close()
-		}
-	})
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	return tr
-}
 
 type outboxRow struct {
 	EventType, Status, FailedReason, LastError string
@@ -76,9 +46,9 @@ func outboxRows(t *testing.T, dbURL, invoiceID string) []outboxRow {
 // Listeners on 127.0.0.2 and ::1 see no connection at all.
 func TestBlockedDestinationsAreNeverDialed(t *testing.T) {
 	t.Parallel()
-	v4 := newTrap(t, "127.0.0.2:0")
-	port := strconv.Itoa(v4.ln.Addr().(*net.TCPAddr).Port)
-	v6 := newTrap(t, "[::1]:"+port)
+	v4 := egresstest.Listen(t, "127.0.0.2:0")
+	port := v4.Port()
+	v6 := egresstest.Listen(t, "[::1]:"+port)
 	targets := map[string]string{
 		"other loopback": "http://127.0.0.2:" + port,
 		"ipv4-mapped":    "http://[::ffff:127.0.0.2]:" + port,
@@ -87,8 +57,8 @@ func TestBlockedDestinationsAreNeverDialed(t *testing.T) {
 		"metadata":       "http://169.254.169.254",
 	}
 	t.Cleanup(func() { // after every subtest
-		require.Zero(t, v4.accepted.Load(), "nothing reached 127.0.0.2")
-		require.Zero(t, v6.accepted.Load(), "nothing reached ::1")
+		require.Zero(t, v4.Accepted(), "nothing reached 127.0.0.2")
+		require.Zero(t, v6.Accepted(), "nothing reached ::1")
 	})
 	for name, base := range targets {
 		t.Run(name, func(t *testing.T) {

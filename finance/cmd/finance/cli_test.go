@@ -18,6 +18,7 @@ import (
 
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/cli"
+	"handoff/pkg/integrationkit/command/commandtest"
 	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
@@ -46,6 +47,14 @@ func exitOf(t *testing.T, environ []string, args ...string) (stdout, stderr stri
 	err := run(context.Background(), args, environ, &out, &errOut)
 	code = cli.Status("finance", err, &errOut)
 	return out.String(), errOut.String(), code
+}
+
+// finance's standard commands (help, help --json, version, healthcheck) keep the
+// kit's promises with finance's declarations, and README.md lists every variable.
+func TestStandardCommands(t *testing.T) {
+	t.Parallel()
+	commandtest.Suite(t, commandtest.Binary{Name: "finance", Run: run, Settings: (&config{}).settings(),
+		README: "../../../README.md"})
 }
 
 // Every command answers --help, and help <command>, with its own usage on stdout and

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"handoff/pkg/integrationkit/command/commandtest"
 	"handoff/pkg/integrationkit/delivery"
-	"handoff/pkg/integrationkit/envconf"
 )
 
 // environ renders vars as the NAME=value entries run reads.
@@ -81,12 +81,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
 			err := run(context.Background(), []string{"serve"}, serveEnv(map[string]string{tc.variable: tc.value}), &out, &out)
-			var cfgErr *envconf.Error
-			require.ErrorAs(t, err, &cfgErr)
-			require.Len(t, cfgErr.Problems, 1, "%v", err)
-			require.Equal(t, tc.variable, cfgErr.Problems[0].Name)
-			require.Contains(t, cfgErr.Problems[0].Reason, tc.want)
-			require.NotContains(t, err.Error(), "\n", "one line")
+			commandtest.RequireOneProblem(t, err, tc.variable, tc.want)
 			require.NotContains(t, err.Error(), "hunter2", "a password is never echoed")
 			require.NotContains(t, err.Error(), "MDEyMzQ1Njc4", "a secret is never echoed")
 			require.Empty(t, out.String())

@@ -11,7 +11,7 @@ import (
 
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/cli"
-	"handoff/pkg/integrationkit/envconf"
+	"handoff/pkg/integrationkit/command/commandtest"
 	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
@@ -59,11 +59,7 @@ func TestInvalidOncallConfigNamesTheVariable(t *testing.T) {
 		t.Run(tc.name+"/"+tc.want, func(t *testing.T) {
 			t.Parallel()
 			_, err := parseConfig(environ(tc.vars), "migrate")
-			var cfgErr *envconf.Error
-			require.ErrorAs(t, err, &cfgErr)
-			require.Len(t, cfgErr.Problems, 1, "%v", err)
-			require.Equal(t, tc.name, cfgErr.Problems[0].Name)
-			require.Contains(t, cfgErr.Problems[0].Reason, tc.want)
+			commandtest.RequireOneProblem(t, err, tc.name, tc.want)
 			require.NotContains(t, err.Error(), ":p@", "credentials are never echoed")
 			require.NotContains(t, err.Error(), ":pw@", "credentials are never echoed")
 		})

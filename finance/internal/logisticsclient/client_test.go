@@ -3,12 +3,9 @@ package logisticsclient_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 
 	"handoff/finance/internal/logisticsclient"
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/egress/egresstest"
 	"handoff/pkg/integrationkit/logging"
 )
 
@@ -25,20 +23,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const token = "ops-token-0123456789abcdef"
 
-// guard is the SSRF guard of allow.
-func guard(t *testing.T, allow string) *egress.Dialer {
-	t.Helper()
-	a, err := egress.ParseAllowlist(allow)
-	require.NoError(t, err)
-	return egress.New(egress.Config{Allow: a})
-}
-
 func client(t *testing.T, h http.HandlerFunc, tok string) *logisticsclient.Client {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	c, err := logisticsclient.New(logisticsclient.Config{BaseURL: srv.URL + "/", Token: tok, Timeout: time.Second,
-		Guard: guard(t, "127.0.0.1/32")})
+		Guard: egresstest.Guard(t, "127.0.0.1/32")})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
@@ -124,37 +114,22 @@ func TestNewRefusesABadURL(t *testing.T) {
 // with the refusal.
 func TestGuardRefusesBeforeAnyConnection(t *testing.T) {
 	t.Parallel()
-	var lc net.ListenConfig
-	trap, err := lc.Listen(context.Background(), "tcp", "127.0.0.2:0")
-	require.NoError(t, err)
-	var accepted atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := trap.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			_ = conn.Close()
-		}
-	})
-	t.Cleanup(func() { _ = trap.Close(); wg.Wait() })
+	trap := egresstest.Listen(t, "127.0.0.2:0")
 	cases := []struct {
 		name  string
 		guard *egress.Dialer
 	}{
-		{"dev allowlist", guard(t, "127.0.0.1/32")},
+		{"dev allowlist", egresstest.Guard(t, "127.0.0.1/32")},
 		{"no guard given", nil},
 	}
 	for _, tc := range cases {
-		c, err := logisticsclient.New(logisticsclient.Config{BaseURL: "http://" + trap.Addr().String(), Token: token, Guard: tc.guard})
-		require.NoError(t, err)
-		_, err = c.ProcessedEvents(context.Background(), logisticsclient.Query{})
-		c.Close()
-		var blocked *egress.BlockedError
-		require.ErrorAs(t, err, &blocked, tc.name)
-		require.Equal(t, "loopback", blocked.Reason, tc.name)
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := logisticsclient.New(logisticsclient.Config{BaseURL: trap.URL(), Token: token, Guard: tc.guard})
+			require.NoError(t, err)
+			_, err = c.ProcessedEvents(context.Background(), logisticsclient.Query{})
+			c.Close()
+			egresstest.RequireBlocked(t, err, "loopback")
+		})
 	}
-	require.Zero(t, accepted.Load(), "nothing reached 127.0.0.2")
+	require.Zero(t, trap.Accepted(), "nothing reached 127.0.0.2")
 }

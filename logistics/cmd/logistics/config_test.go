@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"handoff/pkg/integrationkit/envconf"
+	"handoff/pkg/integrationkit/command/commandtest"
 )
 
 const (
@@ -100,12 +100,7 @@ func TestParseConfigNamesTheInvalidVariable(t *testing.T) {
 			vars := map[string]string{"WEBHOOK_SECRET": testSecret, "API_TOKENS": testTokens}
 			vars[tt.variable] = tt.value
 			_, err := parseConfig(env(vars), "serve")
-			var cfgErr *envconf.Error
-			require.ErrorAs(t, err, &cfgErr)
-			require.Len(t, cfgErr.Problems, 1, "%v", err)
-			require.Equal(t, tt.variable, cfgErr.Problems[0].Name)
-			require.Contains(t, cfgErr.Problems[0].Reason, tt.want)
-			require.NotContains(t, err.Error(), "\n", "one line")
+			commandtest.RequireOneProblem(t, err, tt.variable, tt.want)
 			if tt.variable == "WEBHOOK_SECRET" && tt.value != "" {
 				require.NotContains(t, err.Error(), strings.TrimPrefix(tt.value, "whsec_"), "the secret is never repeated")
 			}

@@ -17,11 +17,20 @@ import (
 
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/cli"
+	"handoff/pkg/integrationkit/command/commandtest"
 	"handoff/pkg/integrationkit/pgtest"
 	"handoff/pkg/integrationkit/webhook"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// logistics' standard commands (help, help --json, version, healthcheck) keep the
+// kit's promises with logistics' declarations, and README.md lists every variable.
+func TestStandardCommands(t *testing.T) {
+	t.Parallel()
+	commandtest.Suite(t, commandtest.Binary{Name: "logistics", Run: run, Settings: (&Config{}).settings(),
+		README: "../../../README.md"})
+}
 
 func TestHelpListsCommandsAndVariables(t *testing.T) {
 	t.Parallel()

@@ -3,11 +3,9 @@ package command_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"io"
-	"log/slog"
-	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -18,8 +16,8 @@ import (
 
 	"handoff/pkg/integrationkit/cli"
 	"handoff/pkg/integrationkit/command"
+	"handoff/pkg/integrationkit/command/commandtest"
 	"handoff/pkg/integrationkit/envconf"
-	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/pgtest"
 	"handoff/pkg/integrationkit/retention"
 )
@@ -105,50 +103,29 @@ func TestProgramAddsTheStandardCommands(t *testing.T) {
 	require.Equal(t, 2, cli.Status("svc", err, io.Discard))
 }
 
-func TestHelpJSONIsTheSettings(t *testing.T) {
+// svc passes the suite every binary runs: help, help --json, version and healthcheck
+// as its users see them.
+func TestSuite(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
-	require.NoError(t, b.svc.Run(context.Background(), []string{"help", "--json"}))
-	var got envconf.Program
-	require.NoError(t, json.Unmarshal(b.stdout.Bytes(), &got))
-	require.Equal(t, (&config{}).settings().Program("svc"), got)
-}
-
-func TestVersionNeedsNoConfiguration(t *testing.T) {
-	t.Parallel()
-	b := setup(t, []string{"HTTP_ADDR=nonsense"})
-	require.NoError(t, b.svc.Run(context.Background(), []string{"version"}))
-	require.True(t, strings.HasPrefix(b.stdout.String(), "svc "), b.stdout.String())
-	require.Empty(t, b.loaded)
-}
-
-func TestHealthcheckProbesReadyzAtHTTPAddr(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name    string
-		ready   error
-		wantErr string
-	}{
-		{name: "ready"},
-		{name: "not ready", ready: errors.New("schema at version 1"), wantErr: "schema at version 1"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e := httpserver.New(slog.New(slog.DiscardHandler))
-			httpserver.Health(e, func(context.Context) error { return tc.ready })
-			srv := httptest.NewServer(e)
-			t.Cleanup(srv.Close)
-			b := setup(t, []string{"HTTP_ADDR=" + srv.Listener.Addr().String()})
-			err := b.svc.Run(context.Background(), []string{"healthcheck"})
-			if tc.wantErr == "" {
-				require.NoError(t, err)
-			} else {
-				require.ErrorContains(t, err, tc.wantErr)
-			}
-			require.Equal(t, []string{"healthcheck"}, b.loaded)
-			require.Empty(t, b.stdout.String(), "a healthcheck says nothing")
-		})
+	readme := filepath.Join(t.TempDir(), "README.md")
+	require.NoError(t, os.WriteFile(readme, []byte("| `DATABASE_URL` | `HTTP_ADDR` |\n"), 0o600))
+	run := func(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+		svc := setup(t, environ).svc
+		svc.Stdout, svc.Stderr = stdout, stderr
+		return svc.Run(ctx, args)
 	}
+	commandtest.Suite(t, commandtest.Binary{Name: "svc", Run: run, Settings: (&config{}).settings(), README: readme})
+}
+
+// version and help read no configuration; healthcheck reads it for its own word.
+func TestWhichCommandsLoadTheConfiguration(t *testing.T) {
+	t.Parallel()
+	b := setup(t, []string{"HTTP_ADDR=" + commandtest.ReadyServer(t, nil)})
+	require.NoError(t, b.svc.Run(context.Background(), []string{"version"}))
+	require.NoError(t, b.svc.Run(context.Background(), []string{"help", "--json"}))
+	require.Empty(t, b.loaded)
+	require.NoError(t, b.svc.Run(context.Background(), []string{"healthcheck"}))
+	require.Equal(t, []string{"healthcheck"}, b.loaded)
 }
 
 // An invalid configuration stops a standard command before it does anything, with

@@ -3,14 +3,8 @@ package delivery_test
 import (
 	"context"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
-	"os"
-	"os/exec"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,56 +12,17 @@ import (
 
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/egress/egresstest"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/outbox/outboxtest"
 )
 
-// childPort carries the receiver's port to the child process of
-// TestDispatcherIgnoresTheEnvironmentProxy.
-const childPort = "DELIVERY_TEST_PROXY_CHILD_PORT"
-
 // With HTTP_PROXY, HTTPS_PROXY and ALL_PROXY pointing at a listener and NO_PROXY
 // empty, the dispatcher still dials the destination itself (through its guard) and
-// the proxy sees no connection. The environment is read
-// once per process, so the dispatcher runs in a child process.
+// the proxy sees no connection.
 func TestDispatcherIgnoresTheEnvironmentProxy(t *testing.T) {
 	t.Parallel()
-	if port := os.Getenv(childPort); port != "" {
-		deliverWithProxyEnvironment(t, port)
-		return
-	}
-	var lc net.ListenConfig
-	proxy, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var proxied atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := proxy.Accept()
-			if err != nil {
-				return
-			}
-			proxied.Add(1)
-			_ = conn.Close()
-		}
-	})
-	t.Cleanup(func() { _ = proxy.Close(); wg.Wait() })
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.Header().Set("Connection", "close") // no idle connection outlives the child
-	}))
-	t.Cleanup(srv.Close)
-
-	proxyURL := "http://" + proxy.Addr().String()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDispatcherIgnoresTheEnvironmentProxy$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childPort+"="+strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port),
-		"HTTP_PROXY="+proxyURL, "HTTPS_PROXY="+proxyURL, "ALL_PROXY="+proxyURL,
-		"http_proxy="+proxyURL, "https_proxy="+proxyURL, "NO_PROXY=", "no_proxy=")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.EqualValues(t, 1, hits.Load(), "the event reached the receiver directly")
-	require.Zero(t, proxied.Load(), "the environment's proxy was never dialed")
+	egresstest.RequireProxyIgnored(t, deliverWithProxyEnvironment)
 }
 
 // deliverWithProxyEnvironment delivers one event to logistics.test:port, a name the
@@ -76,12 +31,6 @@ func TestDispatcherIgnoresTheEnvironmentProxy(t *testing.T) {
 // destination's.
 func deliverWithProxyEnvironment(t *testing.T, port string) {
 	dest := "http://logistics.test:" + port + "/hook"
-	req, err := http.NewRequest(http.MethodPost, dest, nil)
-	require.NoError(t, err)
-	viaEnv, err := http.ProxyFromEnvironment(req)
-	require.NoError(t, err)
-	require.NotNil(t, viaEnv, "the environment does ask for a proxy for this destination")
-
 	dns := &loopbackResolver{}
 	var mu sync.Mutex
 	var dialed []string

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
@@ -17,32 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/egress/egresstest"
 )
-
-// rawServer runs serve on every connection accepted on 127.0.0.1 until the test ends,
-// and returns the address; serve returns when done is closed or its writes fail.
-func rawServer(t *testing.T, serve func(conn net.Conn, done <-chan struct{})) string {
-	t.Helper()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer conn.Close()
-				serve(conn, done)
-			})
-		}
-	})
-	t.Cleanup(func() { close(done); _ = ln.Close(); wg.Wait() })
-	return ln.Addr().String()
-}
 
 // NewClient bounds every phase of a request: a server that never finishes the TLS
 // handshake, never sends headers or trickles its body costs the caller the bound it
@@ -87,8 +62,8 @@ func TestClientBoundsEveryPhase(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			addr := rawServer(t, c.serve)
-			client := egress.NewClient(egress.New(egress.Config{Allow: allowlist(t, "127.0.0.1/32")}), c.cfg)
+			addr := egresstest.Serve(t, "127.0.0.1:0", c.serve).Addr().String()
+			client := egress.NewClient(egresstest.Guard(t, "127.0.0.1/32"), c.cfg)
 			t.Cleanup(client.CloseIdleConnections)
 			start := time.Now()
 			resp, err := client.Get(c.scheme + "://" + addr + "/")
@@ -108,31 +83,31 @@ func TestClientBoundsEveryPhase(t *testing.T) {
 // A nil Dialer is the default policy: loopback is refused before any connection.
 func TestNilDialerIsTheDefaultPolicy(t *testing.T) {
 	t.Parallel()
-	ln := listen(t, "127.0.0.1:0")
+	ln := egresstest.Listen(t, "127.0.0.1:0")
 	client := egress.NewClient(nil, egress.ClientConfig{})
 	t.Cleanup(client.CloseIdleConnections)
 	_, err := client.Get("http://" + ln.Addr().String() + "/")
-	requireBlocked(t, err, "loopback")
-	require.Zero(t, ln.accepted.Load())
+	egresstest.RequireBlocked(t, err, "loopback")
+	require.Zero(t, ln.Accepted())
 }
 
 // WrapConn sees only connections that passed every check.
 func TestWrapConnSeesOnlyCheckedConnections(t *testing.T) {
 	t.Parallel()
-	allowed, refused := listen(t, "127.0.0.1:0"), listen(t, "127.0.0.2:0")
+	allowed, refused := egresstest.Listen(t, "127.0.0.1:0"), egresstest.Listen(t, "127.0.0.2:0")
 	var wrapped atomic.Int64
 	d := egress.New(egress.Config{Allow: allowlist(t, "127.0.0.1/32"), WrapConn: func(c net.Conn) net.Conn {
 		wrapped.Add(1)
 		return c
 	}})
 	_, err := d.DialContext(context.Background(), "tcp", refused.Addr().String())
-	requireBlocked(t, err, "loopback")
+	egresstest.RequireBlocked(t, err, "loopback")
 	require.Zero(t, wrapped.Load())
 	conn, err := d.DialContext(context.Background(), "tcp", allowed.Addr().String())
 	require.NoError(t, err)
 	require.NoError(t, conn.Close())
 	require.EqualValues(t, 1, wrapped.Load())
-	require.Zero(t, refused.accepted.Load())
+	require.Zero(t, refused.Accepted())
 }
 
 func TestReadBody(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/egress/egresstest"
 )
 
 // seen records the Host header and TLS server name of every request a server got.
@@ -42,7 +43,7 @@ func newClient(t *testing.T, allow string, dns *resolver) *http.Client {
 
 func TestClientRefusesBadURLsBeforeAnyConnection(t *testing.T) {
 	t.Parallel()
-	ln := listen(t, "127.0.0.1:0")
+	ln := egresstest.Listen(t, "127.0.0.1:0")
 	c := newClient(t, "127.0.0.1/32", newResolver(nil))
 	cases := map[string]string{
 		"ftp://" + ln.Addr().String() + "/x":              "scheme_not_allowed",
@@ -58,10 +59,10 @@ func TestClientRefusesBadURLsBeforeAnyConnection(t *testing.T) {
 		if resp != nil {
 			_ = resp.Body.Close()
 		}
-		requireBlocked(t, err, reason)
+		egresstest.RequireBlocked(t, err, reason)
 		require.NotContains(t, err.Error(), "secret", "credentials never reach an error")
 	}
-	require.Zero(t, ln.accepted.Load())
+	require.Zero(t, ln.Accepted())
 }
 
 // A 302 to the metadata endpoint is the answer, never followed; the Host header is the

@@ -5,15 +5,14 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/egress/egresstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -63,35 +62,6 @@ func (r *resolver) count(host string) int {
 	return r.lookups[host]
 }
 
-// listener accepts and counts connections on one loopback address until the test ends.
-type listener struct {
-	net.Listener
-	accepted atomic.Int64
-}
-
-func listen(t *testing.T, addr string) *listener {
-	t.Helper()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", addr)
-	require.NoError(t, err)
-	l := &listener{Listener: ln}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.accepted.Add(1)
-			_ = conn.Close()
-		}
-	})
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	return l
-}
-
-func (l *listener) port() string { return strconv.Itoa(l.Addr().(*net.TCPAddr).Port) }
-
 func allowlist(t *testing.T, spec string) egress.Allowlist {
 	t.Helper()
 	a, err := egress.ParseAllowlist(spec)
@@ -99,20 +69,13 @@ func allowlist(t *testing.T, spec string) egress.Allowlist {
 	return a
 }
 
-func requireBlocked(t *testing.T, err error, reason string) {
-	t.Helper()
-	var blocked *egress.BlockedError
-	require.ErrorAs(t, err, &blocked)
-	require.Equal(t, reason, blocked.Reason, blocked.Error())
-}
-
 // With the dev allowlist 127.0.0.1/32, none of the disguises of another loopback
 // address, the metadata endpoint or a private network is ever dialed.
 func TestDialerNeverDialsDeniedDestinations(t *testing.T) {
 	t.Parallel()
-	v4 := listen(t, "127.0.0.2:0")
-	port := v4.port()
-	v6 := listen(t, "[::1]:"+port)
+	v4 := egresstest.Listen(t, "127.0.0.2:0")
+	port := v4.Port()
+	v6 := egresstest.Listen(t, "[::1]:"+port)
 	dns := newResolver(map[string][]string{
 		"ip6-localhost":     {"::1"},
 		"rebound.test":      {"127.0.0.2"},
@@ -162,12 +125,12 @@ func TestDialerNeverDialsDeniedDestinations(t *testing.T) {
 			if conn != nil {
 				_ = conn.Close()
 			}
-			requireBlocked(t, err, reason)
+			egresstest.RequireBlocked(t, err, reason)
 		})
 	}
 	t.Cleanup(func() {
-		require.Zero(t, v4.accepted.Load(), "nothing reached 127.0.0.2")
-		require.Zero(t, v6.accepted.Load(), "nothing reached ::1")
+		require.Zero(t, v4.Accepted(), "nothing reached 127.0.0.2")
+		require.Zero(t, v6.Accepted(), "nothing reached ::1")
 	})
 }
 
@@ -176,13 +139,13 @@ func TestDialerNeverDialsDeniedDestinations(t *testing.T) {
 // connection goes to the answer that was checked.
 func TestDialerDialsTheAddressItChecked(t *testing.T) {
 	t.Parallel()
-	allowed := listen(t, "127.0.0.1:0")
-	denied := listen(t, "127.0.0.2:"+allowed.port())
+	allowed := egresstest.Listen(t, "127.0.0.1:0")
+	denied := egresstest.Listen(t, "127.0.0.2:"+allowed.Port())
 	dns := newResolver(nil)
 	dns.script("rebind.test", "127.0.0.1")
 	dns.script("rebind.test", "127.0.0.2")
 	d := egress.New(egress.Config{Allow: allowlist(t, "127.0.0.1/32"), Resolver: dns})
-	addr := "rebind.test:" + allowed.port()
+	addr := "rebind.test:" + allowed.Port()
 
 	conn, err := d.DialContext(context.Background(), "tcp", addr)
 	require.NoError(t, err)
@@ -191,16 +154,16 @@ func TestDialerDialsTheAddressItChecked(t *testing.T) {
 	require.Equal(t, 1, dns.count("rebind.test"), "one lookup per dial: nothing re-resolves after the check")
 
 	_, err = d.DialContext(context.Background(), "tcp", addr)
-	requireBlocked(t, err, "loopback")
+	egresstest.RequireBlocked(t, err, "loopback")
 	require.Equal(t, 2, dns.count("rebind.test"))
-	require.Zero(t, denied.accepted.Load(), "the rebound address is never dialed")
+	require.Zero(t, denied.Accepted(), "the rebound address is never dialed")
 }
 
 func TestDialerDialsAllowlistedAddresses(t *testing.T) {
 	t.Parallel()
-	ln := listen(t, "127.0.0.1:0")
-	d := egress.New(egress.Config{Allow: allowlist(t, "127.0.0.1/32")})
-	for _, addr := range []string{ln.Addr().String(), "[::ffff:127.0.0.1]:" + ln.port()} {
+	ln := egresstest.Listen(t, "127.0.0.1:0")
+	d := egresstest.Guard(t, "127.0.0.1/32")
+	for _, addr := range []string{ln.Addr().String(), "[::ffff:127.0.0.1]:" + ln.Port()} {
 		conn, err := d.DialContext(context.Background(), "tcp", addr)
 		require.NoError(t, err, addr)
 		require.NoError(t, conn.Close())

@@ -8,9 +8,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +17,7 @@ import (
 
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/egress/egresstest"
 )
 
 // hangingResolver never answers: a DNS server that swallows the query.
@@ -96,11 +94,11 @@ func TestHugeResponseHeadersAreRefused(t *testing.T) {
 // its path.
 func TestBackslashesNeverChangeTheHost(t *testing.T) {
 	t.Parallel()
-	trap := listen(t, "127.0.0.2:0")
+	trap := egresstest.Listen(t, "127.0.0.2:0")
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(srv.Close)
-	allowed, other := srv.Listener.Addr().String(), "127.0.0.2:"+trap.port()
+	allowed, other := srv.Listener.Addr().String(), "127.0.0.2:"+trap.Port()
 	client := newClient(t, "127.0.0.1/32", newResolver(nil))
 	for _, raw := range []string{
 		`http://` + allowed + `\@` + other + `/`,
@@ -112,9 +110,9 @@ func TestBackslashesNeverChangeTheHost(t *testing.T) {
 		u, err := url.Parse(raw)
 		if err == nil {
 			err = egress.CheckURL(u)
-			requireBlocked(t, err, "invalid_address")
+			egresstest.RequireBlocked(t, err, "invalid_address")
 			_, err = client.Get(raw)
-			requireBlocked(t, err, "invalid_address")
+			egresstest.RequireBlocked(t, err, "invalid_address")
 		}
 		require.Error(t, err, raw)
 	}
@@ -122,45 +120,21 @@ func TestBackslashesNeverChangeTheHost(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.EqualValues(t, 1, hits.Load(), "a backslash in the path stays in the path")
-	require.Zero(t, trap.accepted.Load())
+	require.Zero(t, trap.Accepted())
 }
-
-// childTarget carries the receiver's port to the child process of
-// TestEnvironmentProxyIsIgnored.
-const childTarget = "EGRESS_TEST_PROXY_CHILD_PORT"
 
 // With HTTP_PROXY, HTTPS_PROXY and ALL_PROXY pointing at a listener and NO_PROXY empty,
 // a guarded client still connects straight to the checked address: the proxy, which
-// would dial on the client's behalf past the guard, sees no connection. The
-// environment is read once per process, so the client runs in a child process.
+// would dial on the client's behalf past the guard, sees no connection.
 func TestEnvironmentProxyIsIgnored(t *testing.T) {
 	t.Parallel()
-	if port := os.Getenv(childTarget); port != "" {
-		requestWithProxyEnvironment(t, port)
-		return
-	}
-	proxy := listen(t, "127.0.0.1:0")
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	t.Cleanup(srv.Close)
-	proxyURL := "http://" + proxy.Addr().String()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEnvironmentProxyIsIgnored$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childTarget+"="+strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port),
-		"HTTP_PROXY="+proxyURL, "HTTPS_PROXY="+proxyURL, "ALL_PROXY="+proxyURL,
-		"http_proxy="+proxyURL, "https_proxy="+proxyURL, "NO_PROXY=", "no_proxy=")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.EqualValues(t, 1, hits.Load(), "the request reached the receiver directly")
-	require.Zero(t, proxy.accepted.Load(), "the environment's proxy was never dialed")
+	egresstest.RequireProxyIgnored(t, requestWithProxyEnvironment)
 }
 
 func requestWithProxyEnvironment(t *testing.T, port string) {
 	target := "http://logistics.test:" + port + "/webhooks"
 	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader("{}"))
 	require.NoError(t, err)
-	viaEnv, err := http.ProxyFromEnvironment(req)
-	require.NoError(t, err)
-	require.NotNil(t, viaEnv, "the environment does ask for a proxy for this request")
 
 	client := newClient(t, "127.0.0.1/32", newResolver(map[string][]string{"logistics.test": {"127.0.0.1"}}))
 	resp, err := client.Do(req)

@@ -4,27 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/egress/egresstest"
 	"handoff/pkg/integrationkit/pager"
 )
 
 // loopback is the guard of the tests' Slack stand-ins, which listen on 127.0.0.1.
 func loopback(t *testing.T) *egress.Dialer {
 	t.Helper()
-	allow, err := egress.ParseAllowlist("127.0.0.1/32")
-	require.NoError(t, err)
-	return egress.New(egress.Config{Allow: allow})
+	return egresstest.Guard(t, "127.0.0.1/32")
 }
 
 // targets are a webhook and a bot token pointed at base, as SlackConfigs.
@@ -46,33 +43,14 @@ func send(t *testing.T, c pager.SlackConfig, text string) error {
 // dialed, and the Send fails with the refusal.
 func TestSlackSendersNeverDialARefusedAddress(t *testing.T) {
 	t.Parallel()
-	var lc net.ListenConfig
-	trap, err := lc.Listen(context.Background(), "tcp", "127.0.0.2:0")
-	require.NoError(t, err)
-	var accepted atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := trap.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			_ = conn.Close()
-		}
-	})
-	t.Cleanup(func() { _ = trap.Close(); wg.Wait() })
-	base := "http://127.0.0.2:" + strconv.Itoa(trap.Addr().(*net.TCPAddr).Port)
-	for name, c := range targets(base) {
+	trap := egresstest.Listen(t, "127.0.0.2:0")
+	for name, c := range targets(trap.URL()) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			err := send(t, c, "x")
-			var blocked *egress.BlockedError
-			require.ErrorAs(t, err, &blocked)
-			require.Equal(t, "loopback", blocked.Reason)
+			egresstest.RequireBlocked(t, send(t, c, "x"), "loopback")
 		})
 	}
-	t.Cleanup(func() { require.Zero(t, accepted.Load(), "nothing reached 127.0.0.2") })
+	t.Cleanup(func() { require.Zero(t, trap.Accepted(), "nothing reached 127.0.0.2") })
 }
 
 // A Slack endpoint answering 307 is not followed: where it points hears nothing, and
