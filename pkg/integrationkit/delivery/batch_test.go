@@ -130,3 +130,30 @@ func TestBatchReplicasDeliverEachEventOnceInOrder(t *testing.T) {
 		last[agg] = it.Event.Sequence
 	}
 }
+
+// An aggregate's events go one batch after another as fast as each is settled: the
+// batch's slot comes back with its answer, before its items are settled, so a claim
+// made meanwhile cannot take the next event; the settlement's end wakes the loop
+// again. The safety-net tick is a minute: nothing here may wait for it.
+func TestNextEventGoesOnceItsPredecessorIsSettled(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t)
+	recv := &batchReceiver{seenKey: map[string]int{}, answer: func(key string, _ int) delivery.BatchAnswer {
+		return delivery.BatchAnswer{IdempotencyKey: key, Status: http.StatusOK}
+	}}
+	b.serve(t, recv)
+	b.url += "/hook"
+	const events = 6
+	for seq := int64(1); seq <= events; seq++ {
+		b.enqueue(t, "agg", seq)
+	}
+	cfg := batchMode(delivery.Config{})
+	cfg.Interval = time.Minute
+	b.runWith(t, cfg, delivery.Deps{})
+	for _, r := range b.waitSettled(t, 5*time.Second) {
+		require.Equal(t, "delivered", r.Status)
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	require.Equal(t, events, recv.requests, "one batch per event: each waits for the one before")
+}

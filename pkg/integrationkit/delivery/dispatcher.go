@@ -192,7 +192,9 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 
 // runJob runs j on a slot it gives back when j ends or, earlier, when j says it is
 // answered: j then settles while the next request goes, holding one of settling's
-// places, so no more jobs settle at once than there are slots.
+// places, so no more jobs settle at once than there are slots. The loop is woken when
+// the slot comes back and again when j ends: what j settled may let the next event of
+// an aggregate go, which a claim made while it was settling could not take.
 func (d *Dispatcher) runJob(ctx context.Context, j job, slots, settling chan struct{}) {
 	free := sync.OnceFunc(func() { <-slots; d.Wake() })
 	handedOver := false
@@ -201,6 +203,7 @@ func (d *Dispatcher) runJob(ctx context.Context, j job, slots, settling chan str
 			<-settling
 		}
 		free()
+		d.Wake()
 	}()
 	j(ctx, func() {
 		settling <- struct{}{}
