@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,7 +49,7 @@ func signed(key string, body []byte) []string {
 // X-Idempotency-Key is 401 and stores nothing; the genuine one still applies once.
 func TestReplayUnderANewKeyIs401(t *testing.T) {
 	t.Parallel()
-	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
+	env := withoutDispatch(t)
 	invoiceID := uuid.NewString()
 	key, body := paidEvent(invoiceID, 2)
 	captured := signed(key, body)
@@ -68,7 +67,7 @@ func TestReplayUnderANewKeyIs401(t *testing.T) {
 // applies, 23 answer duplicate, one processed row, one shipment.
 func TestConcurrentIdenticalWebhooksApplyOnce(t *testing.T) {
 	t.Parallel()
-	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
+	env := withoutDispatch(t)
 	invoiceID := uuid.NewString()
 	key, body := paidEvent(invoiceID, 2)
 	headers := signed(key, body)
@@ -78,29 +77,17 @@ func TestConcurrentIdenticalWebhooksApplyOnce(t *testing.T) {
 	}
 	answers := make([]answer, 24)
 	codes := make([]int, 24)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make(chan error, 24)
-	for i := range 24 {
-		wg.Go(func() {
-			<-start
-			r, err := harness.Do(http.MethodPost, env.Logistics.URL+"/webhooks/finance", "", body, headers...)
-			if err != nil {
-				errs <- err
-				return
-			}
-			codes[i] = r.Status
-			if err := json.Unmarshal(r.Body, &answers[i]); err != nil {
-				errs <- fmt.Errorf("%d %s: %w", r.Status, r.Body, err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	concurrently(t, 24, func(i int) error {
+		r, err := harness.Do(http.MethodPost, env.Logistics.URL+"/webhooks/finance", "", body, headers...)
+		if err != nil {
+			return err
+		}
+		codes[i] = r.Status
+		if err := json.Unmarshal(r.Body, &answers[i]); err != nil {
+			return fmt.Errorf("%d %s: %w", r.Status, r.Body, err)
+		}
+		return nil
+	})
 	fresh := 0
 	for i := range 24 {
 		require.Equal(t, http.StatusOK, codes[i])
@@ -118,7 +105,7 @@ func TestConcurrentIdenticalWebhooksApplyOnce(t *testing.T) {
 // and stores nothing.
 func TestBadWebhooksStoreNothing(t *testing.T) {
 	t.Parallel()
-	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
+	env := withoutDispatch(t)
 	url := env.Logistics.URL + "/webhooks/finance"
 	invoiceID := uuid.NewString()
 	key, body := paidEvent(invoiceID, 2)
