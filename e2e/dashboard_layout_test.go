@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,12 +26,10 @@ const screenshots = ".out"
 func TestDashboardPagesFitDesktopAndPhone(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
-	gate, target := rejecting(t)
-	env := harness.New(t, harness.Options{LogisticsURL: gate.URL + "/webhooks/finance",
+	g := newGateway(t, rejectCustomers("bad-"))
+	env := harness.New(t, harness.Options{LogisticsURL: g.URL,
 		FinanceEnv: map[string]string{"LOGISTICS_OPS_TOKEN": harness.OpsToken, "ALERT_GATHER": "100ms"}})
-	u, err := url.Parse(env.Logistics.URL)
-	require.NoError(t, err)
-	target.Store(u)
+	g.to(t, env)
 
 	for i := range 6 {
 		inv := issue(t, env, fmt.Sprintf("cust-layout-%d", i))

@@ -1,15 +1,10 @@
 package e2e_test
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,59 +12,6 @@ import (
 
 	"handoff/e2e/harness"
 )
-
-// gateway stands between finance and logistics and lets each test decide what a
-// request gets: answer(w, r) writes an answer itself and returns true, or returns false
-// to pass the request on to logistics. It counts the requests it saw by path suffix.
-type gateway struct {
-	URL      string
-	target   atomic.Pointer[url.URL]
-	single   atomic.Int64
-	batches  atomic.Int64
-	released chan struct{}
-}
-
-func newGateway(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, g *gateway) bool) *gateway {
-	t.Helper()
-	g := &gateway{released: make(chan struct{})}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body) // read first, so a client hanging up cancels r.Context()
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if strings.HasSuffix(r.URL.Path, "/batch") {
-			g.batches.Add(1)
-		} else {
-			g.single.Add(1)
-		}
-		if answer != nil && answer(w, r, g) {
-			return
-		}
-		to := g.target.Load()
-		if to == nil {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-			return
-		}
-		httputil.NewSingleHostReverseProxy(to).ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { close(g.released); srv.Close() })
-	g.URL = srv.URL + "/webhooks/finance"
-	return g
-}
-
-// to points the gateway at env's logistics.
-func (g *gateway) to(t *testing.T, env *harness.Env) {
-	t.Helper()
-	u, err := url.Parse(env.Logistics.URL)
-	require.NoError(t, err)
-	g.target.Store(u)
-}
-
-// hang never answers (until the client gives up or the test ends).
-func (g *gateway) hang(r *http.Request) {
-	select {
-	case <-r.Context().Done():
-	case <-g.released:
-	}
-}
 
 // A receiver that never answers, with the default-sized DISPATCH_TIMEOUT (longer than
 // any fixed window after the request): each attempt is settled as a counted timeout,
@@ -121,10 +63,7 @@ func TestSlowSuccessIsDeliveredOnce(t *testing.T) {
 	g.to(t, env)
 	inv := issue(t, env, "cust-slow")
 	require.Equal(t, http.StatusCreated, pay(t, env, inv, "pay-slow").Status)
-	require.Eventually(t, func() bool {
-		s, ok := shipmentOf(t, env, inv.ID)
-		return ok && s.State == "waiting"
-	}, 30*time.Second, 50*time.Millisecond)
+	waitForShipment(t, env, inv, "waiting", 30*time.Second)
 	require.Eventually(t, func() bool {
 		return query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox WHERE delivery_status = 'delivered'`) == 2
 	}, 10*time.Second, 50*time.Millisecond)
@@ -205,9 +144,7 @@ func TestConflictsNeverOpenTheCircuit(t *testing.T) {
 func TestDeadLetterIsPagedAfterItsReplicaDies(t *testing.T) {
 	t.Parallel()
 	slack := newSlackStandIn(t, "ok")
-	gate, _ := rejecting(t)
-	env := harness.New(t, harness.Options{LogisticsURL: gate.URL + "/webhooks/finance", FinanceEnv: map[string]string{
-		"SLACK_WEBHOOK_URL": slack.URL, "ALERT_GATHER": "3s"}})
+	env, _ := pagingEnv(t, slack, map[string]string{"ALERT_GATHER": "3s"})
 	inv := issue(t, env, "bad-killed")
 	require.Eventually(t, func() bool {
 		return query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox WHERE delivery_status = 'failed'`) == 1

@@ -47,7 +47,7 @@ func trickle(t *testing.T, addr string, interval time.Duration, stop <-chan stru
 // signed webhooks from being answered within a second.
 func TestSlowLorisDoesNotStopTheWebhook(t *testing.T) {
 	t.Parallel()
-	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
+	env := withoutDispatch(t)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer func() { close(stop); wg.Wait() }()
@@ -78,10 +78,7 @@ func TestSecretsNeverReachTheLogs(t *testing.T) {
 
 	inv := issue(t, env, "cust-secrets")
 	require.Equal(t, http.StatusCreated, pay(t, env, inv, "pay-secrets").Status)
-	require.Eventually(t, func() bool {
-		s, ok := shipmentOf(t, env, inv.ID)
-		return ok && s.State == "waiting"
-	}, 10*time.Second, 10*time.Millisecond)
+	waitForShipment(t, env, inv, "waiting", 10*time.Second)
 	refused := []struct {
 		url, token string
 		status     int

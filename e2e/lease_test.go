@@ -1,11 +1,7 @@
 package e2e_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,25 +18,20 @@ func TestKilledWorkersEventsAreDeliveredByAnotherAfterTheLease(t *testing.T) {
 	var hold atomic.Bool
 	hold.Store(true)
 	arrived := make(chan struct{}, 16)
-	var target atomic.Pointer[url.URL]
-	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hold.Load() {
-			_, _ = io.Copy(io.Discard, r.Body)
-			arrived <- struct{}{}
-			<-r.Context().Done() // hold the request until its sender dies
-			return
+	g := newGateway(t, func(_ http.ResponseWriter, r *http.Request, g *gateway) bool {
+		if !hold.Load() {
+			return false
 		}
-		httputil.NewSingleHostReverseProxy(target.Load()).ServeHTTP(w, r)
-	}))
-	t.Cleanup(gate.Close)
+		arrived <- struct{}{}
+		g.hang(r) // hold the request until its sender dies
+		return true
+	})
 
 	const lease = 4 * time.Second
-	env := harness.New(t, harness.Options{LogisticsURL: gate.URL + "/webhooks/finance", FinanceEnv: map[string]string{
+	env := harness.New(t, harness.Options{LogisticsURL: g.URL, FinanceEnv: map[string]string{
 		"DISPATCH_LEASE": lease.String(), "DISPATCH_TIMEOUT": "2s", "DISPATCH_INTERVAL": "200ms",
 	}})
-	u, err := url.Parse(env.Logistics.URL)
-	require.NoError(t, err)
-	target.Store(u)
+	g.to(t, env)
 
 	inv := issue(t, env, "cust-lease")
 	select {
@@ -56,10 +47,7 @@ func TestKilledWorkersEventsAreDeliveredByAnotherAfterTheLease(t *testing.T) {
 
 	other := env.NewFinance(t, map[string]string{"DISPATCH_LEASE": lease.String(), "DISPATCH_TIMEOUT": "2s", "DISPATCH_INTERVAL": "200ms"})
 	other.Start(t)
-	require.Eventually(t, func() bool {
-		s, ok := shipmentOf(t, env, inv.ID)
-		return ok && s.State == "awaiting_payment"
-	}, 20*time.Second, 20*time.Millisecond)
+	waitForShipment(t, env, inv, "awaiting_payment", 20*time.Second)
 	require.GreaterOrEqual(t, time.Since(killedAt), lease-time.Second, "not reclaimed before the lease ran out")
 	require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
 	// logistics committed; finance settles once it has read the answer.

@@ -1,22 +1,13 @@
 package e2e_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,154 +17,13 @@ import (
 	"handoff/e2e/harness"
 )
 
-// slackStandIn is a local Slack incoming webhook: it keeps every message, or answers
-// 500, or never answers.
-type slackStandIn struct {
-	URL string
-
-	mu    sync.Mutex
-	texts []string
-	// blocks are the Block Kit layouts of the messages, by index of texts.
-	blocks []string
-}
-
-func newSlackStandIn(t *testing.T, mode string) *slackStandIn {
-	t.Helper()
-	s := &slackStandIn{}
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch mode {
-		case "hang":
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-			return
-		case "500":
-			http.Error(w, "internal_error", http.StatusInternalServerError)
-			return
-		}
-		var msg struct {
-			Text   string
-			Blocks json.RawMessage
-		}
-		body, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(body, &msg)
-		s.mu.Lock()
-		s.texts = append(s.texts, msg.Text)
-		s.blocks = append(s.blocks, string(msg.Blocks))
-		s.mu.Unlock()
-		_, _ = io.WriteString(w, "ok")
-	}))
-	t.Cleanup(func() { close(release); srv.Close() })
-	s.URL = srv.URL + "/services/T000/B000/XXXX"
-	return s
-}
-
-// messages returns the messages whose text contains substr.
-func (s *slackStandIn) messages(substr string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, m := range s.texts {
-		if strings.Contains(m, substr) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// blocksOf returns the Block Kit layouts of the messages whose text contains substr.
-func (s *slackStandIn) blocksOf(substr string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for i, m := range s.texts {
-		if strings.Contains(m, substr) {
-			out = append(out, s.blocks[i])
-		}
-	}
-	return out
-}
-
-var pagedCount = regexp.MustCompile(` — (\d+) in the last `)
-
-// paged adds up the counts of the messages.
-func paged(msgs []string) int {
-	n := 0
-	for _, m := range msgs {
-		if c := pagedCount.FindStringSubmatch(m); c != nil {
-			v, _ := strconv.Atoi(c[1])
-			n += v
-		}
-	}
-	return n
-}
-
-// rejecting stands between finance and logistics: events of customers named bad-…
-// are answered 422 (dead-lettered at once), everything else goes on to logistics.
-func rejecting(t *testing.T) (gate *httptest.Server, target *atomic.Pointer[url.URL]) {
-	t.Helper()
-	target = &atomic.Pointer[url.URL]{}
-	gate = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/batch") {
-			http.NotFound(w, r) // no batch endpoint: finance sends this gateway single requests
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var env struct {
-			Data struct {
-				CustomerID string `json:"customer_id"`
-			} `json:"data"`
-		}
-		_ = json.Unmarshal(body, &env)
-		if strings.HasPrefix(env.Data.CustomerID, "bad-") {
-			http.Error(w, `{"type":"invalid-event"}`, http.StatusUnprocessableEntity)
-			return
-		}
-		to := target.Load()
-		if to == nil {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		httputil.NewSingleHostReverseProxy(to).ServeHTTP(w, r)
-	}))
-	t.Cleanup(gate.Close)
-	return gate, target
-}
-
-func issueMany(t *testing.T, env *harness.Env, prefix string, n int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Go(func() {
-			r, err := harness.Do(http.MethodPost, env.Finance.URL+"/v1/invoices", harness.ClerkToken,
-				map[string]any{"customer_id": fmt.Sprintf("%s%d", prefix, i), "currency": "EUR", "total_minor": 1000})
-			if err == nil && r.Status != http.StatusCreated {
-				err = fmt.Errorf("issue: %d %s", r.Status, r.Body)
-			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-}
-
 // 50 invoices dead-lettered in a burst page a local Slack at least once and at most
 // ten times, with counts that add up to 50, naming an event, an invoice, the last
 // error and the dashboard.
 func TestDeadLetterBurstPagesSlackWithCounts(t *testing.T) {
 	t.Parallel()
 	slack := newSlackStandIn(t, "ok")
-	gate, _ := rejecting(t)
-	env := harness.New(t, harness.Options{LogisticsURL: gate.URL + "/webhooks/finance", FinanceEnv: map[string]string{
-		"SLACK_WEBHOOK_URL": slack.URL, "ALERT_GATHER": "2s", "ALERT_REPEAT": "3s",
-	}})
+	env, _ := pagingEnv(t, slack, map[string]string{"ALERT_GATHER": "2s", "ALERT_REPEAT": "3s"})
 	issueMany(t, env, "bad-", 50)
 
 	require.Eventually(t, func() bool {
@@ -193,27 +43,26 @@ func TestDeadLetterBurstPagesSlackWithCounts(t *testing.T) {
 func TestDeadLetterPageLinksToItsEvent(t *testing.T) {
 	t.Parallel()
 	slack := newSlackStandIn(t, "ok")
-	gate, _ := rejecting(t)
-	env := harness.New(t, harness.Options{LogisticsURL: gate.URL + "/webhooks/finance", FinanceEnv: map[string]string{
-		"SLACK_WEBHOOK_URL": slack.URL, "ALERT_GATHER": "100ms"}})
+	env, _ := pagingEnv(t, slack, map[string]string{"ALERT_GATHER": "100ms"})
 	inv := issue(t, env, "bad-linked")
 	require.Eventually(t, func() bool {
-		return len(slack.blocksOf("events dead-lettered")) == 1
+		return len(slack.matching("events dead-lettered")) == 1
 	}, 20*time.Second, 50*time.Millisecond, "pages: %q", slack.messages(""))
+	page := slack.matching("events dead-lettered")[0]
 	event := query[string](t, env.FinanceDB, `SELECT id::text FROM finance_outbox WHERE delivery_status = 'failed'`)
 	dashboard := "http://" + env.Finance.Addr + "/ops/"
 	var blocks []struct {
 		Type string
 		Text struct{ Text string }
 	}
-	require.NoError(t, json.Unmarshal([]byte(slack.blocksOf("events dead-lettered")[0]), &blocks))
+	require.NoError(t, json.Unmarshal([]byte(page.Blocks), &blocks))
 	require.Len(t, blocks, 3)
-	require.Equal(t, slack.messages("events dead-lettered")[0], blocks[0].Text.Text, "the text is the first section")
+	require.Equal(t, page.Text, blocks[0].Text.Text, "the text is the first section")
 	require.Contains(t, blocks[1].Text.Text, "<"+dashboard+"events/"+event+"|Event>")
 	require.Contains(t, blocks[1].Text.Text, "<"+dashboard+"invoices/"+inv.ID+"|Invoice trace>")
 	require.Contains(t, blocks[1].Text.Text, "<"+dashboard+"events?status=failed|All failed events>")
 	require.Equal(t, "context", blocks[2].Type)
-	require.Contains(t, slack.messages("events dead-lettered")[0], "Runbook: docs/operations.md § 6 Runbook › Event dead-lettered")
+	require.Contains(t, page.Text, "Runbook: docs/operations.md § 6 Runbook › Event dead-lettered")
 }
 
 // Slack answering 500, or not answering at all, does not slow the delivery of other
@@ -225,27 +74,13 @@ func TestSlackOutageDoesNotSlowDelivery(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			slack := newSlackStandIn(t, mode)
-			gate, target := rejecting(t)
-			env := harness.New(t, harness.Options{LogisticsURL: gate.URL + "/webhooks/finance", FinanceEnv: map[string]string{
-				"SLACK_WEBHOOK_URL": slack.URL, "ALERT_GATHER": "100ms", "DISPATCH_INTERVAL": "5s",
-			}})
-			u, err := url.Parse(env.Logistics.URL)
-			require.NoError(t, err)
-			target.Store(u)
+			env, g := pagingEnv(t, slack, map[string]string{"ALERT_GATHER": "100ms", "DISPATCH_INTERVAL": "5s"})
+			g.to(t, env)
 			issueMany(t, env, "bad-", 20)
 
 			var latencies []time.Duration
 			for i := range 10 {
-				inv := issue(t, env, fmt.Sprintf("good-%d", i))
-				require.Equal(t, http.StatusCreated, pay(t, env, inv, "pay-"+inv.ID).Status)
-				require.Eventually(t, func() bool {
-					s, ok := shipmentOf(t, env, inv.ID)
-					return ok && s.State == "waiting"
-				}, 10*time.Second, 5*time.Millisecond)
-				paidAt := query[time.Time](t, env.FinanceDB, `SELECT created_at FROM payments WHERE invoice_id = $1`, inv.ID)
-				waitingAt := query[time.Time](t, env.LogisticsDB, `SELECT h.at FROM shipment_history h
-					JOIN shipments s ON s.id = h.shipment_id WHERE s.invoice_id = $1 AND h.to_state = 'waiting'`, inv.ID)
-				latencies = append(latencies, waitingAt.Sub(paidAt))
+				latencies = append(latencies, payToWaiting(t, env, fmt.Sprintf("good-%d", i)))
 			}
 			slices.Sort(latencies)
 			t.Logf("Slack %s: pay→waiting median %s, max %s", mode, latencies[len(latencies)/2], latencies[len(latencies)-1])
@@ -269,10 +104,7 @@ func TestCorrelationIDFollowsThePaymentAcrossBothServices(t *testing.T) {
 		map[string]any{"payment_id": "pay-trace", "amount_minor": inv.TotalMinor}, "X-Request-ID", corr)
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
 	require.Equal(t, corr, r.Header.Get("X-Request-ID"))
-	require.Eventually(t, func() bool {
-		s, ok := shipmentOf(t, env, inv.ID)
-		return ok && s.State == "waiting"
-	}, 10*time.Second, 5*time.Millisecond)
+	waitForShipment(t, env, inv, "waiting", 10*time.Second)
 
 	// In batch mode, the default, logistics' access log line carries the batch
 	// request's own id; the line of the item's transaction carries the payment's.

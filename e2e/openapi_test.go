@@ -23,7 +23,7 @@ import (
 // list every route.)
 func TestOpenAPIDocumentsAreServed(t *testing.T) {
 	t.Parallel()
-	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
+	env := withoutDispatch(t)
 	for _, svc := range []struct {
 		url string
 		doc []byte

@@ -1,10 +1,7 @@
 package e2e_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -74,38 +71,6 @@ func auditOf(t *testing.T, svc *harness.Service, query string) []auditItem {
 	}
 	opsOK(t, svc, http.MethodGet, "/v1/ops/audit?"+query, nil, &page)
 	return page.Items
-}
-
-func waitForShipment(t *testing.T, env *harness.Env, inv invoice, state string, within time.Duration) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		s, ok := shipmentOf(t, env, inv.ID)
-		return ok && s.State == state
-	}, within, 20*time.Millisecond, "shipment of %s never %s", inv.ID, state)
-}
-
-// rejectIssued answers 422 to the invoice.issued events of customers named skip-…,
-// and passes everything else on to logistics. It has no batch endpoint (404), so
-// finance sends it single requests.
-func rejectIssued(w http.ResponseWriter, r *http.Request, _ *gateway) bool {
-	if strings.HasSuffix(r.URL.Path, "/batch") {
-		http.NotFound(w, r)
-		return true
-	}
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var env struct {
-		Type string `json:"type"`
-		Data struct {
-			CustomerID string `json:"customer_id"`
-		} `json:"data"`
-	}
-	_ = json.Unmarshal(body, &env)
-	if env.Type != "invoice.issued" || !strings.HasPrefix(env.Data.CustomerID, "skip-") {
-		return false
-	}
-	http.Error(w, `{"type":"invalid-event"}`, http.StatusUnprocessableEntity)
-	return true
 }
 
 // A dead-lettered invoice.issued holds its invoice.paid back; skipped with a reason,

@@ -40,10 +40,7 @@ func TestPaymentAndRefundSentAgainAreTheSameFact(t *testing.T) {
 	elsewhere = refund(other.ID, "damaged")
 	require.Equal(t, http.StatusConflict, elsewhere.Status, string(elsewhere.Body))
 
-	require.Eventually(t, func() bool {
-		s, ok := shipmentOf(t, env, inv.ID)
-		return ok && s.State == "cancelled"
-	}, 10*time.Second, 10*time.Millisecond)
+	waitForShipment(t, env, inv, "cancelled", 10*time.Second)
 	require.Eventually(t, func() bool {
 		return query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox WHERE delivery_status <> 'delivered'`) == 0
 	}, 10*time.Second, 10*time.Millisecond)

@@ -15,7 +15,7 @@ import (
 // same requests work.
 func TestAmbiguousRequestsAreRefused(t *testing.T) {
 	t.Parallel()
-	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
+	env := withoutDispatch(t)
 	inv := issue(t, env, "cust-strict")
 	payments := env.Finance.URL + "/v1/invoices/" + inv.ID + "/payments"
 

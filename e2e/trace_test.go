@@ -137,10 +137,7 @@ func payTraced(t *testing.T, env *harness.Env, inv invoice) {
 		map[string]any{"payment_id": "pay-traced", "amount_minor": inv.TotalMinor},
 		"traceparent", "00-"+clerkTrace+"-"+clerkParent+"-01")
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-	require.Eventually(t, func() bool {
-		s, ok := shipmentOf(t, env, inv.ID)
-		return ok && s.State == "waiting"
-	}, 15*time.Second, 10*time.Millisecond)
+	waitForShipment(t, env, inv, "waiting", 15*time.Second)
 }
 
 // requireOneTrace checks the links of a paid invoice's trace: the clerk's request →

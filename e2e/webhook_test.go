@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,61 +45,69 @@ func signed(key string, body []byte) []string {
 	}
 }
 
+// webhookTest is a pair whose finance delivers nothing, so the test alone posts to
+// logistics' webhook, and an invoice.paid event of a fresh invoice with its key.
+type webhookTest struct {
+	env       *harness.Env
+	url       string // logistics' webhook
+	invoiceID string
+	key       string
+	body      []byte
+}
+
+func setupWebhook(t *testing.T) webhookTest {
+	t.Helper()
+	env := withoutDispatch(t)
+	invoiceID := uuid.NewString()
+	key, body := paidEvent(invoiceID, 2)
+	return webhookTest{env: env, url: env.Logistics.URL + "/webhooks/finance", invoiceID: invoiceID, key: key, body: body}
+}
+
+// post sends body to logistics' webhook with the header pairs headers.
+func (w webhookTest) post(t *testing.T, body []byte, headers ...string) harness.Response {
+	t.Helper()
+	return harness.Call(t, http.MethodPost, w.url, "", body, headers...)
+}
+
 // A captured signed delivery replayed within the tolerance under a new
 // X-Idempotency-Key is 401 and stores nothing; the genuine one still applies once.
 func TestReplayUnderANewKeyIs401(t *testing.T) {
 	t.Parallel()
-	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
-	invoiceID := uuid.NewString()
-	key, body := paidEvent(invoiceID, 2)
-	captured := signed(key, body)
+	w := setupWebhook(t)
+	captured := signed(w.key, w.body)
 	forged := slices.Clone(captured)
-	forged[1] = "invoice.paid:" + invoiceID + ":pay-forged"
-	r := harness.Call(t, http.MethodPost, env.Logistics.URL+"/webhooks/finance", "", body, forged...)
+	forged[1] = "invoice.paid:" + w.invoiceID + ":pay-forged"
+	r := w.post(t, w.body, forged...)
 	require.Equal(t, http.StatusUnauthorized, r.Status, string(r.Body))
-	require.Zero(t, query[int](t, env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
-	r = harness.Call(t, http.MethodPost, env.Logistics.URL+"/webhooks/finance", "", body, captured...)
+	require.Zero(t, query[int](t, w.env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
+	r = w.post(t, w.body, captured...)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-	require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
+	require.Equal(t, 1, query[int](t, w.env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
 }
 
 // 24 identical signed webhooks at the same instant on separate connections: one
 // applies, 23 answer duplicate, one processed row, one shipment.
 func TestConcurrentIdenticalWebhooksApplyOnce(t *testing.T) {
 	t.Parallel()
-	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
-	invoiceID := uuid.NewString()
-	key, body := paidEvent(invoiceID, 2)
-	headers := signed(key, body)
+	w := setupWebhook(t)
+	headers := signed(w.key, w.body)
 	type answer struct {
 		Status    string `json:"status"`
 		Duplicate bool   `json:"duplicate"`
 	}
 	answers := make([]answer, 24)
 	codes := make([]int, 24)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make(chan error, 24)
-	for i := range 24 {
-		wg.Go(func() {
-			<-start
-			r, err := harness.Do(http.MethodPost, env.Logistics.URL+"/webhooks/finance", "", body, headers...)
-			if err != nil {
-				errs <- err
-				return
-			}
-			codes[i] = r.Status
-			if err := json.Unmarshal(r.Body, &answers[i]); err != nil {
-				errs <- fmt.Errorf("%d %s: %w", r.Status, r.Body, err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	concurrently(t, 24, func(i int) error {
+		r, err := harness.Do(http.MethodPost, w.url, "", w.body, headers...)
+		if err != nil {
+			return err
+		}
+		codes[i] = r.Status
+		if err := json.Unmarshal(r.Body, &answers[i]); err != nil {
+			return fmt.Errorf("%d %s: %w", r.Status, r.Body, err)
+		}
+		return nil
+	})
 	fresh := 0
 	for i := range 24 {
 		require.Equal(t, http.StatusOK, codes[i])
@@ -110,21 +117,19 @@ func TestConcurrentIdenticalWebhooksApplyOnce(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, fresh, "exactly one answer duplicate:false")
-	require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
-	require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM shipments WHERE invoice_id = $1 AND state = 'waiting'`, invoiceID))
+	require.Equal(t, 1, query[int](t, w.env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
+	require.Equal(t, 1, query[int](t, w.env.LogisticsDB, `SELECT count(*) FROM shipments WHERE invoice_id = $1 AND state = 'waiting'`, w.invoiceID))
 }
 
 // Every bad-input row of the consumer's answers (docs/contract.md) gets its status
 // and stores nothing.
 func TestBadWebhooksStoreNothing(t *testing.T) {
 	t.Parallel()
-	env := harness.New(t, harness.Options{FinanceEnv: map[string]string{"DISPATCH_ENABLED": "false"}})
-	url := env.Logistics.URL + "/webhooks/finance"
-	invoiceID := uuid.NewString()
-	key, body := paidEvent(invoiceID, 2)
+	w := setupWebhook(t)
+	key, body := w.key, w.body
 
 	// One good delivery first, so "same key, different payload" has something to differ from.
-	ok := harness.Call(t, http.MethodPost, url, "", body, signed(key, body)...)
+	ok := w.post(t, body, signed(key, body)...)
 	require.Equal(t, http.StatusOK, ok.Status, string(ok.Body))
 
 	with := func(headers []string, name, value string) []string {
@@ -138,7 +143,7 @@ func TestBadWebhooksStoreNothing(t *testing.T) {
 		return append(out, name, value)
 	}
 	otherKey, otherBody := paidEvent(uuid.NewString(), 2)
-	_, resent := paidEvent(invoiceID, 2) // same key and fact, new envelope id and time: a duplicate
+	_, resent := paidEvent(w.invoiceID, 2) // same key and fact, new envelope id and time: a duplicate
 	changed := bytes.Replace(resent, []byte(`"total_minor":12000`), []byte(`"total_minor":12001`), 1)
 	refundBody := bytes.ReplaceAll(otherBody, []byte(`"invoice.paid"`), []byte(`"invoice.refunded"`))
 	refundBody = bytes.ReplaceAll(refundBody, []byte(`"payment_id":"pay-1"`), []byte(`"refund_id":"ref-1"`))
@@ -174,17 +179,17 @@ func TestBadWebhooksStoreNothing(t *testing.T) {
 		if headers == nil {
 			headers = signed(otherKey, c.body)
 		}
-		r := harness.Call(t, http.MethodPost, url, "", c.body, headers...)
+		r := w.post(t, c.body, headers...)
 		require.Equal(t, c.status, r.Status, "%s: %s", c.name, r.Body)
 		if c.status == http.StatusConflict {
 			require.NotEmpty(t, r.Header.Get("Retry-After"), c.name)
 		}
 	}
-	require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
-	require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM shipments`))
-	require.Equal(t, 1, query[int](t, env.LogisticsDB, `SELECT count(*) FROM shipment_history`))
+	require.Equal(t, 1, query[int](t, w.env.LogisticsDB, `SELECT count(*) FROM logistics_processed_events`))
+	require.Equal(t, 1, query[int](t, w.env.LogisticsDB, `SELECT count(*) FROM shipments`))
+	require.Equal(t, 1, query[int](t, w.env.LogisticsDB, `SELECT count(*) FROM shipment_history`))
 
-	dup := harness.Call(t, http.MethodPost, url, "", body, signed(key, body)...)
+	dup := w.post(t, body, signed(key, body)...)
 	require.Equal(t, http.StatusOK, dup.Status)
 	require.JSONEq(t, `{"status":"ok","duplicate":true}`, string(dup.Body))
 }

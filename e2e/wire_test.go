@@ -41,15 +41,9 @@ func TestIdentifiersFinanceAcceptsReachLogistics(t *testing.T) {
 
 	longest := issue(t, env, strings.Repeat("顧", 85)) // 255 bytes
 	require.Equal(t, http.StatusCreated, pay(t, env, longest, strings.Repeat("P", 128)).Status)
-	require.Eventually(t, func() bool {
-		s, ok := shipmentOf(t, env, longest.ID)
-		return ok && s.State == "waiting"
-	}, 10*time.Second, 10*time.Millisecond)
+	waitForShipment(t, env, longest, "waiting", 10*time.Second)
 	require.Equal(t, http.StatusCreated, refund(longest, strings.Repeat("R", 128)).Status)
-	require.Eventually(t, func() bool {
-		s, ok := shipmentOf(t, env, longest.ID)
-		return ok && s.State == "cancelled"
-	}, 10*time.Second, 10*time.Millisecond)
+	waitForShipment(t, env, longest, "cancelled", 10*time.Second)
 
 	require.Eventually(t, func() bool {
 		return query[int](t, env.FinanceDB, `SELECT count(*) FROM finance_outbox WHERE delivery_status <> 'delivered'`) == 0

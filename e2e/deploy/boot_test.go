@@ -24,7 +24,7 @@ func TestComposeConfigurationBootsTheBinaries(t *testing.T) {
 	t.Parallel()
 	p := project(t)
 	secretDir, _ := generatedSecrets(t)
-	dir := binaries(t)
+	dir := harness.Binaries(t)
 	for service, src := range map[string]fs.FS{"finance": migrations.Finance(), "logistics": migrations.Logistics()} {
 		t.Run(service, func(t *testing.T) {
 			t.Parallel()
@@ -45,16 +45,17 @@ func TestComposeConfigurationBootsTheBinaries(t *testing.T) {
 			// As in the container: the healthcheck inherits HTTP_ADDR=0.0.0.0:<port>.
 			_, port := splitAddr(t, svc.Addr)
 			env["HTTP_ADDR"] = "0.0.0.0:" + port
-			healthcheck := exec.Command(bin, "healthcheck")
-			healthcheck.Env = list(env)
-			out, err := healthcheck.CombinedOutput()
+			healthcheck := func() ([]byte, error) {
+				cmd := exec.Command(bin, "healthcheck")
+				cmd.Env = list(env)
+				return cmd.CombinedOutput()
+			}
+			out, err := healthcheck()
 			require.NoError(t, err, "%s", out)
 			require.Empty(t, out)
 
 			svc.Stop(t)
-			healthcheck = exec.Command(bin, "healthcheck")
-			healthcheck.Env = list(env)
-			out, err = healthcheck.CombinedOutput()
+			out, err = healthcheck()
 			require.Error(t, err, "a stopped service is unhealthy")
 			require.Contains(t, string(out), "probe")
 		})
@@ -64,10 +65,7 @@ func TestComposeConfigurationBootsTheBinaries(t *testing.T) {
 func TestBinariesPrintVersionWithoutConfiguration(t *testing.T) {
 	t.Parallel()
 	for _, bin := range []string{"finance", "logistics"} {
-		cmd := exec.Command(filepath.Join(binaries(t), bin), "version")
-		cmd.Env = []string{}
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
+		out := runBinary(t, bin, "version")
 		require.True(t, strings.HasPrefix(string(out), bin+" "), "%s", out)
 		require.Contains(t, string(out), "  revision  ")
 		require.Contains(t, string(out), "  go        go1.")

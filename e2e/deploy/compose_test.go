@@ -66,11 +66,18 @@ func project(t testing.TB, profiles ...string) *types.Project {
 	return p
 }
 
+// serviceConfig is the service called name in p.
+func serviceConfig(t testing.TB, p *types.Project, name string) types.ServiceConfig {
+	t.Helper()
+	svc, err := p.GetService(name)
+	require.NoError(t, err)
+	return svc
+}
+
 // environment is the resolved environment of one service.
 func environment(t testing.TB, p *types.Project, service string) map[string]string {
 	t.Helper()
-	svc, err := p.GetService(service)
-	require.NoError(t, err)
+	svc := serviceConfig(t, p, service)
 	env := map[string]string{}
 	for k, v := range svc.Environment {
 		require.NotNil(t, v, "%s: %s has no value", service, k)
@@ -83,8 +90,7 @@ func environment(t testing.TB, p *types.Project, service string) map[string]stri
 // secret's file name (deploy/gen-secrets.sh writes one file per name).
 func mounted(t testing.TB, p *types.Project, service string) map[string]string {
 	t.Helper()
-	svc, err := p.GetService(service)
-	require.NoError(t, err)
+	svc := serviceConfig(t, p, service)
 	out := map[string]string{}
 	for _, s := range svc.Secrets {
 		def, ok := p.Secrets[s.Source]
@@ -177,8 +183,7 @@ func TestComposeServicesRunHardened(t *testing.T) {
 	p := project(t, "slack")
 	root := repoRoot(t)
 	for _, name := range []string{"finance", "finance-2", "logistics", "slack"} {
-		svc, err := p.GetService(name)
-		require.NoError(t, err)
+		svc := serviceConfig(t, p, name)
 		require.True(t, svc.ReadOnly, "%s: read-only root filesystem", name)
 		require.Equal(t, []string{"ALL"}, svc.CapDrop, "%s: no capabilities", name)
 		require.Contains(t, svc.SecurityOpt, "no-new-privileges:true", name)
@@ -187,8 +192,7 @@ func TestComposeServicesRunHardened(t *testing.T) {
 		require.FileExists(t, filepath.Join(root, svc.Build.Dockerfile), name)
 	}
 	for _, name := range p.ServiceNames() {
-		svc, err := p.GetService(name)
-		require.NoError(t, err)
+		svc := serviceConfig(t, p, name)
 		require.NotNil(t, svc.Logging, "%s: logging", name)
 		require.Equal(t, "json-file", svc.Logging.Driver, "%s logs to rotated files", name)
 		require.NotEmpty(t, svc.Logging.Options["max-size"], "%s: a log file's size is bounded", name)
@@ -202,8 +206,7 @@ func TestComposeServicesRunHardened(t *testing.T) {
 		require.Positive(t, limits.Pids, "%s: process limit", name)
 	}
 	for name, bin := range binaryOf {
-		svc, err := p.GetService(name)
-		require.NoError(t, err)
+		svc := serviceConfig(t, p, name)
 		require.NotNil(t, svc.HealthCheck, name)
 		require.Equal(t, types.HealthCheckTest{"CMD", "/usr/local/bin/" + bin, "healthcheck"}, svc.HealthCheck.Test, name)
 		require.Equal(t, types.ServiceConditionHealthy, svc.DependsOn["postgres"].Condition, "%s waits for PostgreSQL", name)
@@ -212,16 +215,14 @@ func TestComposeServicesRunHardened(t *testing.T) {
 			"%s: the Go heap's soft limit leaves room below the container's memory limit", name)
 	}
 
-	pg, err := p.GetService("postgres")
-	require.NoError(t, err)
+	pg := serviceConfig(t, p, "postgres")
 	require.Equal(t, "SIGINT", pg.StopSignal, "PostgreSQL stops with a fast shutdown")
 	require.NotNil(t, pg.StopGracePeriod)
 	require.GreaterOrEqual(t, time.Duration(*pg.StopGracePeriod), time.Minute, "time for the shutdown checkpoint")
 	require.Greater(t, int64(pg.Deploy.Resources.Limits.Pids), int64(maxConnections(t, pg)),
 		"PostgreSQL runs a process per connection")
 	for name := range binaryOf {
-		svc, err := p.GetService(name)
-		require.NoError(t, err)
+		svc := serviceConfig(t, p, name)
 		require.NotNil(t, svc.StopGracePeriod, name)
 		require.Greater(t, *pg.StopGracePeriod, *svc.StopGracePeriod, "PostgreSQL outlasts %s's drain", name)
 	}
@@ -261,8 +262,7 @@ func TestComposeStartsTheDatabasesTheServicesUse(t *testing.T) {
 	t.Parallel()
 	_, secrets := generatedSecrets(t)
 	p := project(t)
-	pg, err := p.GetService("postgres")
-	require.NoError(t, err)
+	pg := serviceConfig(t, p, "postgres")
 	require.Equal(t, "postgres:15", pg.Image)
 	var script string
 	for _, v := range pg.Volumes {
@@ -331,8 +331,7 @@ func TestComposeWiresFinanceToLogistics(t *testing.T) {
 	require.GreaterOrEqual(t, maxItems, batch, "logistics accepts every batch finance claims (DISPATCH_MODE=batch)")
 
 	for name := range binaryOf {
-		svc, err := p.GetService(name)
-		require.NoError(t, err)
+		svc := serviceConfig(t, p, name)
 		host, port := splitAddr(t, environment(t, p, name)["HTTP_ADDR"])
 		require.Equal(t, "0.0.0.0", host, "%s listens beyond the container's loopback", name)
 		require.Len(t, svc.Ports, 1, name)

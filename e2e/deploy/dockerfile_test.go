@@ -58,8 +58,7 @@ func TestDockerfilesBuildStaticNonRootImages(t *testing.T) {
 	goVersion, modules := goWork(t, root)
 	p := project(t, "slack")
 	for _, name := range []string{"finance", "logistics", "slack"} {
-		svc, err := p.GetService(name)
-		require.NoError(t, err)
+		svc := serviceConfig(t, p, name)
 		ins := instructions(t, filepath.Join(root, svc.Build.Dockerfile))
 		require.Contains(t, ins, "ARG GO_VERSION="+goVersion, "%s builds with the go.work toolchain", name)
 		require.True(t, slices.ContainsFunc(ins, func(s string) bool {

@@ -1,7 +1,10 @@
 package deploy
 
 import (
-	"os"
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,17 +12,17 @@ import (
 	"handoff/e2e/harness"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	harness.RemoveBinaries()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { harness.RunTests(m) }
 
-// binaries builds finance and logistics once per test process (without the race
-// detector: these tests run them briefly) and returns their directory.
-func binaries(t testing.TB) string {
+// runBinary runs the built binary bin (finance or logistics) with args and an empty
+// environment, requires it to succeed, and returns what it wrote on stdout.
+func runBinary(t testing.TB, bin string, args ...string) []byte {
 	t.Helper()
-	dir, err := harness.Build(false)
-	require.NoError(t, err)
-	return dir
+	cmd := exec.Command(filepath.Join(harness.Binaries(t), bin), args...)
+	cmd.Env = []string{}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s %s: %s%s", bin, strings.Join(args, " "), out, &stderr)
+	return out
 }

@@ -2,8 +2,7 @@ package deploy
 
 import (
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
+	"maps"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,33 +18,30 @@ import (
 // compose.yaml, so a binary that starts reading a new one fails
 // TestComposeSetsEveryVariableTheBinariesRead until someone decides its value here.
 var leftToDefaults = map[string]map[string]string{
-	"finance": {
-		"ALERT_GATHER":                    "5s for an alert to count its companions before it pages",
-		"ALERT_REPEAT":                    "at most one message a minute per alert",
-		"RETENTION_OUTBOX_AGE":            "delivered events are archived after 30 days",
-		"RETENTION_ARCHIVE_AGE":           "the archive keeps a year",
-		"RETENTION_IDEMPOTENCY_AGE":       "Idempotency-Key records are kept 24 h (docs/contract.md)",
-		"RETENTION_BATCH":                 "1000 rows per statement keeps locks short",
-		"RECONCILE_SCHEDULE":              "reconciliation every 10 minutes",
-		"RECONCILE_WINDOW":                "each run compares the last hour",
-		"RECONCILE_OVERDUE":               "15 minutes past its next attempt is overdue",
-		"LOGISTICS_API_URL":               "derived from LOGISTICS_WEBHOOK_URL: http://logistics:8082",
-		"TRUSTED_PROXIES":                 "no proxy stands in front of the published ports: forwarding headers are believed from no one",
-		"DISPATCH_CONCURRENCY":            "its default follows DISPATCH_MODE (16 single, 1 batch); a fixed value would undo batch mode",
-		"DATABASE_URL":                    secretFromFile,
-		"API_TOKENS":                      secretFromFile,
-		"WEBHOOK_SECRET":                  secretFromFile,
-		"SLACK_TOKEN":                     secretFromFile,
-		"LOGISTICS_OPS_TOKEN":             secretFromFile,
-		"OTEL_EXPORTER_OTLP_ENDPOINT":     noCollector,
-		"OTEL_EXPORTER_OTLP_HEADERS":      noCollector,
-		"OTEL_EXPORTER_OTLP_HEADERS_FILE": noCollector,
-		"OTEL_SERVICE_NAME":               noCollector,
-		"OTEL_RESOURCE_ATTRIBUTES":        noCollector,
-		"OTEL_BSP_SCHEDULE_DELAY":         noCollector,
-	},
-	"logistics": {
-		"RETENTION_PROCESSED_AGE":         "processed events are kept 90 days",
+	"finance": withBothBinaries(map[string]string{
+		"ALERT_GATHER":              "5s for an alert to count its companions before it pages",
+		"ALERT_REPEAT":              "at most one message a minute per alert",
+		"RETENTION_OUTBOX_AGE":      "delivered events are archived after 30 days",
+		"RETENTION_ARCHIVE_AGE":     "the archive keeps a year",
+		"RETENTION_IDEMPOTENCY_AGE": "Idempotency-Key records are kept 24 h (docs/contract.md)",
+		"RECONCILE_SCHEDULE":        "reconciliation every 10 minutes",
+		"RECONCILE_WINDOW":          "each run compares the last hour",
+		"RECONCILE_OVERDUE":         "15 minutes past its next attempt is overdue",
+		"LOGISTICS_API_URL":         "derived from LOGISTICS_WEBHOOK_URL: http://logistics:8082",
+		"TRUSTED_PROXIES":           "no proxy stands in front of the published ports: forwarding headers are believed from no one",
+		"DISPATCH_CONCURRENCY":      "its default follows DISPATCH_MODE (16 single, 1 batch); a fixed value would undo batch mode",
+		"SLACK_TOKEN":               secretFromFile,
+		"LOGISTICS_OPS_TOKEN":       secretFromFile,
+	}),
+	"logistics": withBothBinaries(map[string]string{
+		"RETENTION_PROCESSED_AGE": "processed events are kept 90 days",
+	}),
+}
+
+// withBothBinaries adds to one binary's leftToDefaults the variables both binaries
+// read and compose.yaml leaves unset for both, for the same reasons.
+func withBothBinaries(own map[string]string) map[string]string {
+	both := map[string]string{
 		"RETENTION_BATCH":                 "1000 rows per statement keeps locks short",
 		"DATABASE_URL":                    secretFromFile,
 		"API_TOKENS":                      secretFromFile,
@@ -56,7 +52,9 @@ var leftToDefaults = map[string]map[string]string{
 		"OTEL_SERVICE_NAME":               noCollector,
 		"OTEL_RESOURCE_ATTRIBUTES":        noCollector,
 		"OTEL_BSP_SCHEDULE_DELAY":         noCollector,
-	},
+	}
+	maps.Copy(both, own)
+	return both
 }
 
 // noCollector is why compose.yaml sets no OTEL_* variable: it runs no trace
@@ -77,10 +75,7 @@ var helpVariable = regexp.MustCompile(`(?m)^  ([A-Z][A-Z0-9_]*)\s`)
 // variable its configuration reads).
 func helpVariables(t *testing.T, bin string) []string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binaries(t), bin), "help")
-	cmd.Env = []string{}
-	out, err := cmd.Output()
-	require.NoError(t, err)
+	out := runBinary(t, bin, "help")
 	_, section, ok := strings.Cut(string(out), "\nEnvironment:\n")
 	require.True(t, ok, "%s help has an Environment section:\n%s", bin, out)
 	var names []string
@@ -113,10 +108,7 @@ func TestComposeSetsEveryVariableTheBinariesRead(t *testing.T) {
 // binary reads, with its default, bounds and whether it is a secret.
 func declarations(t testing.TB, bin string) envconf.Program {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binaries(t), bin), "help", "--json")
-	cmd.Env = []string{}
-	out, err := cmd.Output()
-	require.NoError(t, err)
+	out := runBinary(t, bin, "help", "--json")
 	var p envconf.Program
 	require.NoError(t, json.Unmarshal(out, &p), "%s", out)
 	require.Equal(t, bin, p.Name)

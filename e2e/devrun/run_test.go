@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"handoff/e2e/harness"
 )
 
 // TestRunNamesATakenPort holds one service's address with a listener and runs
@@ -56,9 +58,7 @@ func TestRunNamesATakenPort(t *testing.T) {
 // freeAddr returns a loopback address nothing listens on (it did not a moment ago).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := harness.FreeAddr()
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
 	return addr
 }

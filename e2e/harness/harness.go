@@ -284,17 +284,24 @@ func (s *Service) report(t testing.TB, err error) {
 
 // Running reports whether the last process started is still alive.
 func (s *Service) Running() bool {
+	cmd, _ := s.alive()
+	return cmd != nil
+}
+
+// alive returns the last process started and the channel closed when it has been
+// reaped, or nil and nil when it has exited or none was started.
+func (s *Service) alive() (*exec.Cmd, chan struct{}) {
 	s.mu.Lock()
-	exited := s.exited
+	cmd, exited := s.cmd, s.exited
 	s.mu.Unlock()
-	if exited == nil {
-		return false
+	if cmd == nil {
+		return nil, nil
 	}
 	select {
 	case <-exited:
-		return false
+		return nil, nil
 	default:
-		return true
+		return cmd, exited
 	}
 }
 
@@ -311,16 +318,9 @@ func (s *Service) ExitCode() int {
 // Signal sends sig and waits for the process to exit; after 20 s it is killed and an
 // error returned.
 func (s *Service) Signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.mu.Unlock()
+	cmd, exited := s.alive()
 	if cmd == nil {
 		return nil
-	}
-	select {
-	case <-exited:
-		return nil
-	default:
 	}
 	_ = cmd.Process.Signal(sig)
 	select {
@@ -398,4 +398,12 @@ func RemoveBinaries() {
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
+}
+
+// RunTests is a TestMain of a package whose tests run the binaries: it runs the
+// tests, removes the binaries and exits with the tests' status.
+func RunTests(m *testing.M) {
+	code := m.Run()
+	RemoveBinaries()
+	os.Exit(code)
 }

@@ -15,34 +15,14 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"handoff/e2e/cmd/bench/baseline"
 	"handoff/e2e/cmd/bench/seed"
 )
 
-// Result is one drain, printed as JSON for cmd/bench.
-type Result struct {
-	// River is the version of github.com/riverqueue/river built in.
-	River      string `json:"river"`
-	MaxWorkers int    `json:"max_workers"`
-	// FetchCooldown is the client's, "100ms (default)" when none was given.
-	FetchCooldown string `json:"fetch_cooldown"`
-	DBConns       int    `json:"db_conns"`
-	Events        int64  `json:"events"`
-	// SecondsToEmpty runs from the insert's commit to the last job's completion;
-	// EventsPerSec is Events over it.
-	SecondsToEmpty float64 `json:"seconds_to_empty"`
-	EventsPerSec   float64 `json:"events_per_sec"`
-	// FirstStartMs is the commit to the first job's start.
-	FirstStartMs float64 `json:"first_start_ms"`
-	// Snoozed counts 409 answers; Errored the jobs that needed more than one attempt
-	// for any other reason.
-	Snoozed int64 `json:"snoozed"`
-	Errored int64 `json:"errored"`
-}
-
 // drain migrates River's tables, starts one client, inserts the seeded events as jobs
 // in one transaction and times them from its commit to the last completion.
-func drain(ctx context.Context, cfg config) (Result, error) {
-	res := Result{River: riverVersion(), MaxWorkers: cfg.maxWorkers, DBConns: cfg.dbConns}
+func drain(ctx context.Context, cfg config) (baseline.Result, error) {
+	res := baseline.Result{River: riverVersion(), MaxWorkers: cfg.maxWorkers, DBConns: cfg.dbConns}
 	res.FetchCooldown = cfg.fetchCooldown.String()
 	if cfg.fetchCooldown == 0 {
 		res.FetchCooldown = river.FetchCooldownDefault.String() + " (default)"
@@ -183,7 +163,7 @@ func waitCompleted(ctx context.Context, pool *pgxpool.Pool, total int) error {
 }
 
 // stats fills res from the completed event jobs.
-func stats(ctx context.Context, pool *pgxpool.Pool, res *Result, released time.Time) error {
+func stats(ctx context.Context, pool *pgxpool.Pool, res *baseline.Result, released time.Time) error {
 	var first, last *time.Time
 	err := pool.QueryRow(ctx, `SELECT count(*), min(attempted_at), max(finalized_at),
 			count(*) FILTER (WHERE cardinality(errors) > 0)

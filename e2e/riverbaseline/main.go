@@ -2,7 +2,7 @@
 // seeded events (package seed: the same types, payloads and idempotency keys handoff's
 // outbox is seeded with) through one River client whose worker posts each one to
 // logistics' webhook as finance's single delivery mode does, and prints what it
-// measured as one JSON object (Result). cmd/bench builds and runs it, on a fresh
+// measured as one JSON object (baseline.Result). cmd/bench builds and runs it, on a fresh
 // database for River and a fresh logistics, and prints its rows beside handoff's.
 //
 // It is a module of its own, outside go.work: River's requirements would otherwise

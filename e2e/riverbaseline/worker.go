@@ -17,14 +17,11 @@ import (
 	"handoff/pkg/integrationkit/webhook"
 )
 
-// eventArgs is one seeded event as a River job.
+// eventArgs is one seeded event as a River job: the envelope finance would send, and
+// its idempotency key.
 type eventArgs struct {
-	ID         string          `json:"id"`
-	Type       string          `json:"type"`
-	OccurredAt time.Time       `json:"occurred_at"`
-	Sequence   int64           `json:"sequence"`
-	Data       json.RawMessage `json:"data"`
-	Key        string          `json:"idempotency_key"`
+	delivery.Envelope
+	Key string `json:"idempotency_key"`
 }
 
 // eventKind names the jobs of seeded events; the statistics count only them.
@@ -54,8 +51,9 @@ func newDeliverWorker(url string, secrets [][]byte, maxWorkers int) *deliverWork
 // Work sends the event once; River retries it on an error and waits on a snooze.
 func (w *deliverWorker) Work(ctx context.Context, job *river.Job[eventArgs]) error {
 	a := job.Args
-	body, err := json.Marshal(delivery.Envelope{ID: a.ID, Type: a.Type, OccurredAt: a.OccurredAt.UTC(),
-		Sequence: a.Sequence, Data: a.Data})
+	envelope := a.Envelope
+	envelope.OccurredAt = envelope.OccurredAt.UTC()
+	body, err := json.Marshal(envelope)
 	if err != nil {
 		return fmt.Errorf("marshal envelope: %w", err)
 	}

@@ -56,8 +56,8 @@ func TestWorkSendsASignedEnvelope(t *testing.T) {
 	defer srv.Close()
 	w := newDeliverWorker(srv.URL, [][]byte{secret}, 4)
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	args := eventArgs{ID: "7847e98a-4ada-41ca-a420-497f6dac97a9", Type: "invoice.issued", OccurredAt: at, Sequence: 1,
-		Data: json.RawMessage(`{"invoice_id":"i"}`), Key: "invoice.issued:i"}
+	args := eventArgs{Envelope: delivery.Envelope{ID: "7847e98a-4ada-41ca-a420-497f6dac97a9", Type: "invoice.issued",
+		OccurredAt: at, Sequence: 1, Data: json.RawMessage(`{"invoice_id":"i"}`)}, Key: "invoice.issued:i"}
 	err := w.Work(context.Background(), &river.Job[eventArgs]{JobRow: &rivertype.JobRow{Attempt: 1}, Args: args})
 	require.NoError(t, err)
 	r := <-got

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"handoff/e2e/cmd/bench/baseline"
 )
 
 func TestDistOfUsesNearestRank(t *testing.T) {
@@ -80,9 +82,9 @@ func TestRiverRowsNameTheirSettingsAndMarkTheBest(t *testing.T) {
 		Ceiling: Ceiling{ProducerTxPerSec: 2000},
 		Modes:   []ModeResult{{Mode: "single"}, {Mode: "batch"}},
 		River: []RiverRun{
-			{River: "v0.51.2", MaxWorkers: 16, FetchCooldown: "100ms (default)", EventsPerSec: 160, SecondsToEmpty: 125},
-			{River: "v0.51.2", MaxWorkers: 100, FetchCooldown: "10ms", EventsPerSec: 1400, SecondsToEmpty: 14.3, Snoozed: 2},
-			{MaxWorkers: 100, FetchCooldown: "100ms (default)", Error: "the River baseline: exit status 1\nlog"},
+			{Result: baseline.Result{River: "v0.51.2", MaxWorkers: 16, FetchCooldown: "100ms (default)", EventsPerSec: 160, SecondsToEmpty: 125}},
+			{Result: baseline.Result{River: "v0.51.2", MaxWorkers: 100, FetchCooldown: "10ms", EventsPerSec: 1400, SecondsToEmpty: 14.3, Snoozed: 2}},
+			{Result: baseline.Result{MaxWorkers: 100, FetchCooldown: "100ms (default)"}, Error: "the River baseline: exit status 1\nlog"},
 		},
 	}
 	var buf bytes.Buffer
@@ -102,7 +104,7 @@ func TestRiverRowsNameTheirSettingsAndMarkTheBest(t *testing.T) {
 func TestRiverRowsOfAShortRun(t *testing.T) {
 	t.Parallel()
 	one := &Result{Short: true, Plan: plan{Scaling: 1500, River: shortPlan.River}, Modes: []ModeResult{{Mode: "batch"}},
-		River: []RiverRun{{River: "v0.51.2", MaxWorkers: 100, FetchCooldown: "10ms", EventsPerSec: 1384, SecondsToEmpty: 1.1}}}
+		River: []RiverRun{{Result: baseline.Result{River: "v0.51.2", MaxWorkers: 100, FetchCooldown: "10ms", EventsPerSec: 1384, SecondsToEmpty: 1.1}}}}
 	rows := riverRows(one, func(float64) float64 { return math.NaN() })
 	require.Len(t, rows, 1)
 	require.NotContains(t, rows[0].label, "best", "one setting is no sweep")

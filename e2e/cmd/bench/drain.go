@@ -58,10 +58,7 @@ func (e *env) seededDrain(ctx context.Context, p plan, replicas, events int) (Dr
 	if err != nil {
 		return d, err
 	}
-	if err := e.waitDrained(ctx, p.DrainTimeout); err != nil {
-		return d, err
-	}
-	cpu1, err := e.cpu(ctx)
+	cpu1, err := e.cpuOnceDrained(ctx, p.DrainTimeout)
 	if err != nil {
 		return d, err
 	}
@@ -102,6 +99,15 @@ func (e *env) drainStats(ctx context.Context, d *Drain, released, createdFrom ti
 	d.EventsPerSec = rate(d.Events, empty)
 	d.DeliveryPerSec = rate(d.Events, last.Sub(*first))
 	return nil
+}
+
+// cpuOnceDrained waits up to within for the outbox to drain and then samples the CPU,
+// so that the sample holds every delivery.
+func (e *env) cpuOnceDrained(ctx context.Context, within time.Duration) (cpuSnapshot, error) {
+	if err := e.waitDrained(ctx, within); err != nil {
+		return cpuSnapshot{}, err
+	}
+	return e.cpu(ctx)
 }
 
 // waitDrained polls until no event is pending, for at most within.

@@ -26,25 +26,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"handoff/e2e/harness"
+	"handoff/pkg/integrationkit/command"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
-}
+func main() { command.Main("bench", run) }
 
 // plan is how much each phase does; -short shrinks it to fit in two minutes, and
 // measures River with only the best setting of the sweep.
@@ -159,7 +151,7 @@ func parseFlags(args []string) (config, error) {
 	return c, nil
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args, _ []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args)
 	if err != nil {
 		return err

@@ -96,10 +96,7 @@ func (e *env) saturation(ctx context.Context, p plan, clerks int) (Saturation, e
 	if err := e.windowRates(ctx, &s, w0, w1); err != nil {
 		return s, err
 	}
-	if err := e.waitDrained(ctx, p.DrainTimeout); err != nil {
-		return s, err
-	}
-	cpu1, err := e.cpu(ctx)
+	cpu1, err := e.cpuOnceDrained(ctx, p.DrainTimeout)
 	if err != nil {
 		return s, err
 	}

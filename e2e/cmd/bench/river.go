@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"handoff/e2e/cmd/bench/baseline"
 	"handoff/e2e/harness"
 	"handoff/pkg/integrationkit/webhook"
 )
@@ -28,17 +29,8 @@ type riverSetting struct {
 // RiverRun is the River baseline's drain of the seeded events with one setting: what
 // e2e/riverbaseline printed, or why it failed.
 type RiverRun struct {
-	River          string  `json:"river"`
-	MaxWorkers     int     `json:"max_workers"`
-	FetchCooldown  string  `json:"fetch_cooldown"`
-	DBConns        int     `json:"db_conns"`
-	Events         int64   `json:"events"`
-	SecondsToEmpty float64 `json:"seconds_to_empty"`
-	EventsPerSec   float64 `json:"events_per_sec"`
-	FirstStartMs   float64 `json:"first_start_ms"`
-	Snoozed        int64   `json:"snoozed"`
-	Errored        int64   `json:"errored"`
-	Error          string  `json:"error,omitempty"`
+	baseline.Result
+	Error string `json:"error,omitempty"`
 }
 
 // riverDir is the River baseline's module, found from this file's location.
@@ -76,13 +68,13 @@ func buildRiver(ctx context.Context, out string) error {
 // setting of the plan, each on a fresh River database and a fresh logistics with its
 // own database, so no key meets one of handoff's runs. A failed setting is recorded
 // and the next one still runs.
-func measureRiver(ctx context.Context, cl *cluster, bin, baseline string, cfg config, progress logf) []RiverRun {
+func measureRiver(ctx context.Context, cl *cluster, bin, riverBin string, cfg config, progress logf) []RiverRun {
 	var runs []RiverRun
 	for i, s := range cfg.plan.River {
 		progress("river: %d seeded events, MaxWorkers %d, FetchCooldown %s", cfg.plan.Scaling, s.MaxWorkers, cooldownName(s.FetchCooldown))
-		r, err := riverRun(ctx, cl, bin, baseline, fmt.Sprintf("river%d", i+1), s, cfg)
+		r, err := riverRun(ctx, cl, bin, riverBin, fmt.Sprintf("river%d", i+1), s, cfg)
 		if err != nil {
-			r = RiverRun{MaxWorkers: s.MaxWorkers, FetchCooldown: cooldownName(s.FetchCooldown), Error: err.Error()}
+			r = RiverRun{Result: baseline.Result{MaxWorkers: s.MaxWorkers, FetchCooldown: cooldownName(s.FetchCooldown)}, Error: err.Error()}
 			progress("river: %v", err)
 		} else {
 			progress("river: %s events/s (%.1f s)", num(r.EventsPerSec), r.SecondsToEmpty)
@@ -95,7 +87,7 @@ func measureRiver(ctx context.Context, cl *cluster, bin, baseline string, cfg co
 	return runs
 }
 
-func riverRun(ctx context.Context, cl *cluster, bin, baseline, label string, s riverSetting, cfg config) (RiverRun, error) {
+func riverRun(ctx context.Context, cl *cluster, bin, riverBin, label string, s riverSetting, cfg config) (RiverRun, error) {
 	var r RiverRun
 	common := serviceVars(cfg.vars)
 	logistics, ldbURL, err := startLogistics(ctx, cl, bin, label+"_logistics", common)
@@ -109,7 +101,7 @@ func riverRun(ctx context.Context, cl *cluster, bin, baseline, label string, s r
 	if err != nil {
 		return r, err
 	}
-	cmd := exec.CommandContext(ctx, baseline, "-database", riverURL, "-webhook", logistics.URL+"/webhooks/finance",
+	cmd := exec.CommandContext(ctx, riverBin, "-database", riverURL, "-webhook", logistics.URL+"/webhooks/finance",
 		"-events", strconv.Itoa(cfg.plan.Scaling), "-max-workers", strconv.Itoa(s.MaxWorkers),
 		"-fetch-cooldown", s.FetchCooldown.String(), "-timeout", cfg.plan.DrainTimeout.String())
 	cmd.Env = append(os.Environ(), "WEBHOOK_SECRET="+webhook.FormatSecret(harness.SecretKey))

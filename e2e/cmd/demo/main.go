@@ -12,7 +12,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -20,17 +19,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"handoff/e2e/harness"
+	"handoff/pkg/integrationkit/command"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
-}
+func main() { command.Main("demo", run) }
 
 type services struct {
 	finance, logistics *harness.Service
@@ -38,7 +31,7 @@ type services struct {
 	logisticsDB        string
 }
 
-func run(ctx context.Context, out io.Writer) error {
+func run(ctx context.Context, _, _ []string, out, _ io.Writer) error {
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 	say("building the binaries…")
 	bin, err := harness.Build(false)

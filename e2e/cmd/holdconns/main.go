@@ -14,26 +14,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"handoff/pkg/integrationkit/command"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "holdconns:", err)
-		os.Exit(1)
-	}
-}
+func main() { command.Main("holdconns", run) }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
+func run(ctx context.Context, args, _ []string, out, _ io.Writer) error {
 	flags := flag.NewFlagSet("holdconns", flag.ContinueOnError)
 	n := flags.Int("n", 60, "connections to hold")
 	if err := flags.Parse(args); err != nil {

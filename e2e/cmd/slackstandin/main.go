@@ -11,23 +11,21 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"handoff/pkg/integrationkit/command"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	if err := serve(ctx, cmp.Or(os.Getenv("LISTEN_ADDR"), "0.0.0.0:8080"), log); err != nil {
-		fmt.Fprintln(os.Stderr, "slackstandin:", err)
-		os.Exit(1)
-	}
+func main() { command.Main("slackstandin", run) }
+
+// run serves until ctx ends, logging every message as a JSON line on stdout.
+func run(ctx context.Context, _, _ []string, stdout, _ io.Writer) error {
+	log := slog.New(slog.NewJSONHandler(stdout, nil))
+	return serve(ctx, cmp.Or(os.Getenv("LISTEN_ADDR"), "0.0.0.0:8080"), log)
 }
 
 // serve answers on addr until ctx ends, then lets requests in flight finish.
