@@ -33,7 +33,11 @@
 //   - command: the skeleton of a service binary: main, one run signature, and the
 //     commands every service has (migrate, retention run, healthcheck, version,
 //     help --json) built once over the binary's configuration.
-//   - pgtest: a fresh, migrated PostgreSQL database per test.
+//   - pgtest: a fresh, migrated PostgreSQL database per test. The other test helpers
+//     sit beside what they test: outbox/outboxtest and inbox/inboxtest (conformance
+//     suites for an adopter's tables), egress/egresstest (counting listeners, the
+//     guard's refusals, the proxy-environment check) and command/commandtest (one
+//     suite for the standard commands of a binary). Only tests import them.
 //   - pager: on-call alerts, deduplicated and rate-limited across replicas in
 //     PostgreSQL, sent to Slack off the delivery path.
 //   - retention: batched, idempotent purge and archive jobs under an advisory lock.
