@@ -70,9 +70,10 @@ type BatchAnswer struct {
 // whole request that the outcome table retries (5xx, 408, 409, 425, 429, 401, 403,
 // timeouts, connection errors) are settled for every item alike.
 //
-// Once the answer is in and is no refusal, answered gives the request slot back, so
-// the next claim and request go while this one's items are settled: what they settle
-// stays leased to it meanwhile, and an invoice's next event waits for its settlement.
+// Once the answer is in and is neither a refusal nor a failure the circuit counts
+// (which is told to the circuit first), answered gives the request slot back, so the
+// next claim and request go while this one's items are settled: what they settle stays
+// leased to it meanwhile, and an invoice's next event waits for its settlement.
 func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record, answered func()) {
 	dest := recs[0].Destination
 	if d.receivers.singleOnly(dest) {
@@ -105,7 +106,10 @@ func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record, ans
 		d.fallBack(ctx, recs, res)
 		return
 	}
-	answered()
+	if v != failing {
+		// A failure is told to the circuit before the next request asks it.
+		answered()
+	}
 	items := make([]outbox.Settlement, len(recs))
 	for i, rec := range recs {
 		r, itemRes := whole, res
@@ -173,10 +177,10 @@ func (d *Dispatcher) deliverEach(ctx context.Context, recs []outbox.Record) {
 		d.release(ctx, recs[eachInFlight:])
 		recs = recs[:eachInFlight]
 	}
-	admitted, permit := d.admitEach(ctx, recs)
+	adm := &admission{}
 	var wg sync.WaitGroup
-	for _, rec := range admitted {
-		wg.Go(func() { d.deliver(ctx, rec, permit) })
+	for _, rec := range recs {
+		wg.Go(func() { d.deliver(ctx, rec, adm) })
 	}
 	wg.Wait()
 }

@@ -2,6 +2,8 @@ package delivery
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -22,8 +24,42 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 	}
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
+	p, err := d.breaker.Acquire(ctx, d.db, recs[0].Destination)
+	return d.admitted(ctx, recs, p, err)
+}
+
+// admission is one question to the circuit shared by the single requests of one
+// claim's events to one destination: the first to ask asks for all, in one statement,
+// and the others wait for its answer. One permit stands for requests sent together as
+// it would for requests admitted one by one at the same moment: each success resets,
+// each failure counts in the circuit's generation.
+type admission struct {
+	once   sync.Once
+	permit breaker.Permit
+	err    error
+	probed atomic.Bool // a probe permit's one request is taken
+}
+
+// admitShared is admit for rec, one of the events a shares its question for. Under a
+// probe only the first to ask goes; the others go back to the queue at once, and are
+// deferred behind the probe when claimed again.
+func (d *Dispatcher) admitShared(ctx context.Context, rec outbox.Record, a *admission) (breaker.Permit, bool) {
+	if d.breaker == nil {
+		return breaker.Permit{Allowed: true}, true
+	}
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
+	a.once.Do(func() { a.permit, a.err = d.breaker.Acquire(ctx, d.db, rec.Destination) })
+	if a.err == nil && a.permit.Probe && !a.probed.CompareAndSwap(false, true) {
+		d.release(ctx, []outbox.Record{rec})
+		return breaker.Permit{}, false
+	}
+	return d.admitted(ctx, []outbox.Record{rec}, a.permit, a.err)
+}
+
+// admitted is admit's verdict on recs once the circuit answered p (or failed, err).
+func (d *Dispatcher) admitted(ctx context.Context, recs []outbox.Record, p breaker.Permit, err error) (breaker.Permit, bool) {
 	dest := recs[0].Destination
-	p, err := d.breaker.Acquire(ctx, d.db, dest)
 	if err != nil {
 		// Without the circuit's state nothing is sent: the circuit may be open. The
 		// events go back to the queue untouched (or their leases expire).
@@ -54,25 +90,6 @@ func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.P
 	return p, false
 }
 
-// admitEach asks the circuit once for recs, one destination's events each to go in a
-// request of its own, and returns those that may go now with their permit: all of
-// them under a closed circuit; under a probe only the first (the others go back to the
-// queue, and are deferred behind the probe when claimed again); none when the circuit
-// refuses (admit deferred them). One permit stands for requests sent together as it
-// would for requests admitted one by one at the same moment: each success resets, each
-// failure counts in the circuit's generation.
-func (d *Dispatcher) admitEach(ctx context.Context, recs []outbox.Record) ([]outbox.Record, breaker.Permit) {
-	p, ok := d.admit(ctx, recs)
-	if !ok {
-		return nil, p
-	}
-	if p.Probe && len(recs) > 1 {
-		d.release(ctx, recs[1:])
-		recs = recs[:1]
-	}
-	return recs, p
-}
-
 // hastenIfClosed hastens dest's circuit-deferred events if its circuit is closed. A
 // circuit that closes hastens what was deferred until then; a deferral written after
 // that (its worker saw the circuit half-open just before the probe closed it) would
@@ -96,8 +113,8 @@ func (d *Dispatcher) hastenIfResumed(ctx context.Context, dest string) {
 	}
 }
 
-// hasten makes dest's events deferred for deferredBy due now (the worker's finish
-// wakes the loop to claim them); why names the occasion in the log.
+// hasten makes dest's events deferred for deferredBy due now, and wakes the loop to
+// claim them; why names the occasion in the log.
 func (d *Dispatcher) hasten(ctx context.Context, dest, deferredBy, why string) {
 	n, err := d.store.Hasten(ctx, d.db, dest, deferredBy)
 	if err != nil {
@@ -106,6 +123,9 @@ func (d *Dispatcher) hasten(ctx context.Context, dest, deferredBy, why string) {
 		return
 	}
 	d.log.InfoContext(ctx, why, "destination", dest, "hastened", n)
+	if n > 0 {
+		d.Wake()
+	}
 }
 
 // recordCircuit feeds a request's verdict to the circuit of rec's destination.

@@ -134,17 +134,23 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// claimQuorum: in single mode, while requests are in flight, the loop claims again
-// once an eighth of the slots are free, not at each finished request, so a busy
-// dispatcher claims (and its requests settle) several events a statement; an idle one
-// claims at once.
-const claimQuorum = 8
+// claimQuorum and claimLinger: in single mode, while requests are in flight, the loop
+// claims again once an eighth of the slots are free, not at each finished request, so
+// a busy dispatcher claims (and its requests settle) several events a statement; it
+// waits for that at most claimLinger, so a free slot never idles longer behind slow
+// requests. An idle dispatcher claims at once.
+const (
+	claimQuorum = 8
+	claimLinger = 10 * time.Millisecond
+)
 
 // mayClaim says whether the loop claims now, with free of its slots free and busy of
 // them in flight; full says the last claim filled its limit, so more is due. A
 // dispatcher with nothing in flight claims at once. In batch mode another batch goes
 // while one is in flight only when the last claim was full: a backlog then fills both,
-// while a batch of what arrived meanwhile waits for the answer and grows.
+// while a batch of what arrived meanwhile waits for the answer and grows. In single
+// mode it claims once a quorum of slots is free (the loop also claims after
+// claimLinger).
 func (d *Dispatcher) mayClaim(free, busy int, full bool) bool {
 	switch {
 	case free == 0:
@@ -163,6 +169,7 @@ func (d *Dispatcher) mayClaim(free, busy int, full bool) bool {
 func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
 	settling := make(chan struct{}, cap(slots))
 	full := false
+	var lingering time.Time // since when a free slot waits for a quorum (single mode)
 	for ctx.Err() == nil {
 		free := cap(slots) - len(slots)
 		claimed := 0
@@ -171,13 +178,20 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 			limit = d.receivers.claimLimit(d.cfg.Batch) // one slot carries a whole batch
 		}
 		wait := !d.mayClaim(free, len(slots), full) // a finished request wakes the loop
+		if wait && free > 0 && d.cfg.Mode == ModeSingle {
+			if lingering.IsZero() {
+				lingering = time.Now()
+			}
+			wait = time.Since(lingering) < claimLinger
+		}
 		if !wait {
+			lingering = time.Time{}
 			recs, err := d.claim(ctx, limit)
 			if err != nil {
 				d.log.Error("claim failed", "err", err)
 			}
 			full = len(recs) == limit
-			for _, j := range d.jobs(ctx, recs) {
+			for _, j := range d.jobs(recs) {
 				slots <- struct{}{}
 				inflight.Go(func() { d.runJob(hard, j, slots, settling) })
 			}
@@ -186,7 +200,7 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		if claimed > 0 && claimed == limit {
 			continue // there may be more: claim again as soon as slots free up
 		}
-		d.sleep(ctx, claimed > 0 || wait)
+		d.sleep(ctx, claimed > 0 || wait, lingering)
 	}
 }
 
@@ -236,28 +250,34 @@ func (d *Dispatcher) claim(ctx context.Context, limit int) ([]outbox.Record, err
 type job func(ctx context.Context, answered func())
 
 // jobs splits claimed records into units of work: in batch mode one per destination;
-// in single mode one per event the circuit admits, asked once per destination.
-func (d *Dispatcher) jobs(ctx context.Context, recs []outbox.Record) []job {
+// in single mode one per event, the events of a destination sharing one question to
+// its circuit.
+func (d *Dispatcher) jobs(recs []outbox.Record) []job {
 	var out []job
 	for _, group := range groupByDestination(recs) {
 		if d.cfg.Mode == ModeBatch {
 			out = append(out, func(ctx context.Context, answered func()) { d.deliverBatch(ctx, group, answered) })
 			continue
 		}
-		admitted, permit := d.admitEach(ctx, group)
-		for _, rec := range admitted {
+		adm := &admission{}
+		for _, rec := range group {
 			// A single request keeps its slot until settled: the settler's rounds
 			// wait for the requests in flight.
-			out = append(out, func(ctx context.Context, _ func()) { d.deliver(ctx, rec, permit) })
+			out = append(out, func(ctx context.Context, _ func()) { d.deliver(ctx, rec, adm) })
 		}
 	}
 	return out
 }
 
 // sleep waits for a reason to claim again. With nothing claimed it also wakes for the
-// earliest scheduled retry, so a Retry-After of one second is honoured to the second.
-func (d *Dispatcher) sleep(ctx context.Context, busy bool) {
+// earliest scheduled retry, so a Retry-After of one second is honoured to the second;
+// a loop lingering for a quorum of free slots (since lingering) wakes when its
+// claimLinger is over.
+func (d *Dispatcher) sleep(ctx context.Context, busy bool, lingering time.Time) {
 	wait := d.cfg.Interval
+	if !lingering.IsZero() {
+		wait = max(0, claimLinger-time.Since(lingering))
+	}
 	if !busy {
 		if due, ok, err := d.store.NextDue(ctx, d.db); err == nil && ok && due > 0 {
 			wait = min(wait, due+10*time.Millisecond)

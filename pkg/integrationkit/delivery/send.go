@@ -48,17 +48,21 @@ type response struct {
 	duration time.Duration
 }
 
-// deliver sends one claimed event the circuit admitted under permit (admitEach) and
-// settles the outcome. ctx is cancelled only when a shutdown's grace runs out; the
-// request is then abandoned and its lease released.
+// deliver sends one claimed event, if its circuit admits it (asked once for the
+// events that share adm), and settles the outcome. ctx is cancelled only when a
+// shutdown's grace runs out; the request is then abandoned and its lease released.
 //
 // Every step after the request gets its own bounded context, created when the answer
 // (or the timeout) is in: an attempt is settled however long it took, so a timeout
 // spends the budget and a slow 2xx is delivered once.
-func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record, permit breaker.Permit) {
+func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record, adm *admission) {
 	ctx = logging.WithCorrelationID(ctx, rec.CorrelationID)
 	ctx, span := d.startDeliver(ctx, rec)
 	defer span.End()
+	permit, ok := d.admitShared(ctx, rec, adm)
+	if !ok {
+		return
+	}
 	res := d.send(ctx, rec)
 	settleCtx, cancel := settleContext(ctx)
 	defer cancel()
