@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"handoff/e2e/cmd/bench/baseline"
 	"handoff/e2e/harness"
 	"handoff/pkg/integrationkit/webhook"
@@ -101,6 +103,13 @@ func riverRun(ctx context.Context, cl *cluster, bin, riverBin, label string, s r
 	if err != nil {
 		return r, err
 	}
+	if cfg.analyze > 0 {
+		stop, err := analyzeDatabases(ctx, cfg.analyze, riverURL, ldbURL)
+		if err != nil {
+			return r, err
+		}
+		defer stop()
+	}
 	cmd := exec.CommandContext(ctx, riverBin, "-database", riverURL, "-webhook", logistics.URL+"/webhooks/finance",
 		"-events", strconv.Itoa(cfg.plan.Scaling), "-max-workers", strconv.Itoa(s.MaxWorkers),
 		"-fetch-cooldown", s.FetchCooldown.String(), "-timeout", cfg.plan.DrainTimeout.String())
@@ -114,6 +123,27 @@ func riverRun(ctx context.Context, cl *cluster, bin, riverBin, label string, s r
 		return r, fmt.Errorf("the River baseline's output: %w", err)
 	}
 	return r, checkShipped(ctx, ldbURL, r.Events)
+}
+
+// analyzeDatabases runs the services' stand-in for autovacuum's analyze (analyzeEvery)
+// on the databases at urls until stop.
+func analyzeDatabases(ctx context.Context, every time.Duration, urls ...string) (stop func(), err error) {
+	var pools []*pgxpool.Pool
+	closeAll := func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}
+	for _, u := range urls {
+		p, err := openPool(ctx, u, 1)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		pools = append(pools, p)
+	}
+	halt := analyzeEvery(every, pools...)
+	return func() { halt(); closeAll() }, nil
 }
 
 // checkShipped makes sure logistics processed each event once: the baseline counts

@@ -130,9 +130,15 @@ func (e *env) connect(ctx context.Context, financeURL, logisticsURL string) erro
 // for autovacuum's analyze on a server that has autovacuum off, where the planner
 // would otherwise never learn that the outbox holds a backlog.
 func (e *env) analyzeEvery(every time.Duration) {
+	e.stop = analyzeEvery(every, e.fdb, e.ldb)
+}
+
+// analyzeEvery runs ANALYZE on each of dbs at that interval until stop. The River
+// baseline's databases get the same as the services', so that every drain compared
+// pays the same stand-in for autovacuum.
+func analyzeEvery(every time.Duration, dbs ...*pgxpool.Pool) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	e.stop = func() { cancel(); <-done }
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(every)
@@ -142,11 +148,13 @@ func (e *env) analyzeEvery(every time.Duration) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				_, _ = e.fdb.Exec(ctx, `ANALYZE`)
-				_, _ = e.ldb.Exec(ctx, `ANALYZE`)
+				for _, db := range dbs {
+					_, _ = db.Exec(ctx, `ANALYZE`)
+				}
 			}
 		}
 	}()
+	return func() { cancel(); <-done }
 }
 
 // cpu reads the processor time so far of both services and their backends.
