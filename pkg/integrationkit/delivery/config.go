@@ -52,7 +52,7 @@ type Config struct {
 
 // SingleConcurrency is Config.Concurrency in single mode when unset: requests in flight
 // per replica. Each carries one event, so many go at once; the dispatcher claims, and
-// settles, several of them a statement (a claim waits for a quarter of the slots to be
+// settles, several of them a statement (a claim waits for an eighth of the slots to be
 // free while requests are in flight).
 const SingleConcurrency = 64
 

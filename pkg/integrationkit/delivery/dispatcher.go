@@ -135,12 +135,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // claimQuorum and claimLinger: in single mode, while requests are in flight, the loop
-// claims again once a quarter of the slots are free, not at each finished request, so
+// claims again once an eighth of the slots are free, not at each finished request, so
 // a busy dispatcher claims (and its requests settle) several events a statement; it
 // waits for that at most claimLinger, so a free slot never idles longer behind slow
 // requests. An idle dispatcher claims at once.
 const (
-	claimQuorum = 4
+	claimQuorum = 8
 	claimLinger = 10 * time.Millisecond
 )
 

@@ -7,7 +7,7 @@ import (
 )
 
 // When the loop claims: at once with nothing in flight; in single mode, while requests
-// are in flight, once a quarter of the slots are free; in batch mode, while a batch is
+// are in flight, once an eighth of the slots are free; in batch mode, while a batch is
 // in flight, only when the last claim was full (a backlog).
 func TestLoopClaimsWhenSlotsAllow(t *testing.T) {
 	t.Parallel()
@@ -22,8 +22,8 @@ func TestLoopClaimsWhenSlotsAllow(t *testing.T) {
 		{"single, idle", single, 64, 0, false, true},
 		{"single, every slot busy", single, 0, 64, true, false},
 		{"single, one slot free of 64", single, 1, 63, true, false},
-		{"single, fifteen free of 64", single, 15, 49, true, false},
-		{"single, a quarter free", single, 16, 48, false, true},
+		{"single, seven free of 64", single, 7, 57, true, false},
+		{"single, an eighth free", single, 8, 56, false, true},
 		{"single, one slot of four, none busy", single, 1, 0, false, true},
 		{"single, one slot free of four", single, 1, 3, false, true},
 		{"batch, idle", batch, 1, 0, false, true},
