@@ -166,10 +166,11 @@ func checkMode(m string) error {
 // make bench-short on two cores, batch mode at saturation: 16 in flight sent 12
 // events per request and delivered 0.45 of the producer ceiling; 2 sent 28 and
 // delivered 0.50; 1 sent 81 and delivered 0.54, with p99 pay→shipment 35–52 ms at
-// half the saturation rate. In single mode each request carries one event: the same
-// bench's drain of seeded events went from 856 events/s with 16 in flight to 1,284
-// with 64 (and 1,342 with 100), as each claim and each settling statement then
-// carries several events.
+// half the saturation rate. In single mode each request carries one event, so many go
+// at once: make bench-short's drain of 1,500 seeded events went from 856 events/s with
+// 16 in flight to 1,284 with 64, as each claim and each settling statement then
+// carries several events; 100 measured no better than 64 in the full run's drain of
+// 20,000 (971 against 1,296 events/s, one dispatcher).
 func defaultConcurrency(mode string) int {
 	if mode == delivery.ModeBatch {
 		return 1

@@ -69,12 +69,7 @@ type BatchAnswer struct {
 // is sent after its lease could have run out. Failures of the
 // whole request that the outcome table retries (5xx, 408, 409, 425, 429, 401, 403,
 // timeouts, connection errors) are settled for every item alike.
-//
-// Once the answer is in and is neither a refusal nor a failure the circuit counts
-// (which is told to the circuit first), answered gives the request slot back, so the
-// next claim and request go while this one's items are settled: what they settle stays
-// leased to it meanwhile, and an invoice's next event waits for its settlement.
-func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record, answered func()) {
+func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
 	dest := recs[0].Destination
 	if d.receivers.singleOnly(dest) {
 		d.deliverEach(ctx, recs)
@@ -105,10 +100,6 @@ func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record, ans
 		d.recordCircuit(settleCtx, recs[0], permit, v)
 		d.fallBack(ctx, recs, res)
 		return
-	}
-	if v != failing {
-		// A failure is told to the circuit before the next request asks it.
-		answered()
 	}
 	items := make([]outbox.Settlement, len(recs))
 	for i, rec := range recs {

@@ -132,9 +132,8 @@ func TestBatchReplicasDeliverEachEventOnceInOrder(t *testing.T) {
 }
 
 // An aggregate's events go one batch after another as fast as each is settled: the
-// batch's slot comes back with its answer, before its items are settled, so a claim
-// made meanwhile cannot take the next event; the settlement's end wakes the loop
-// again. The safety-net tick is a minute: nothing here may wait for it.
+// end of a batch's settlement wakes the loop, whose claim then takes the next event.
+// The safety-net tick is a minute: nothing here may wait for it.
 func TestNextEventGoesOnceItsPredecessorIsSettled(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t)

@@ -167,7 +167,6 @@ func (d *Dispatcher) mayClaim(free, busy int, full bool) bool {
 // loop claims as many events as there are free request slots, hands each to a worker,
 // and sleeps until a notice, a tick, a finished worker or the next due time.
 func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
-	settling := make(chan struct{}, cap(slots))
 	full := false
 	var lingering time.Time // since when a free slot waits for a quorum (single mode)
 	for ctx.Err() == nil {
@@ -193,7 +192,10 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 			full = len(recs) == limit
 			for _, j := range d.jobs(recs) {
 				slots <- struct{}{}
-				inflight.Go(func() { d.runJob(hard, j, slots, settling) })
+				inflight.Go(func() {
+					defer func() { <-slots; d.Wake() }()
+					j(hard)
+				})
 			}
 			claimed = len(recs)
 		}
@@ -202,28 +204,6 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		}
 		d.sleep(ctx, claimed > 0 || wait, lingering)
 	}
-}
-
-// runJob runs j on a slot it gives back when j ends or, earlier, when j says it is
-// answered: j then settles while the next request goes, holding one of settling's
-// places, so no more jobs settle at once than there are slots. The loop is woken when
-// the slot comes back and again when j ends: what j settled may let the next event of
-// an aggregate go, which a claim made while it was settling could not take.
-func (d *Dispatcher) runJob(ctx context.Context, j job, slots, settling chan struct{}) {
-	free := sync.OnceFunc(func() { <-slots; d.Wake() })
-	handedOver := false
-	defer func() {
-		if handedOver {
-			<-settling
-		}
-		free()
-		d.Wake()
-	}()
-	j(ctx, func() {
-		settling <- struct{}{}
-		handedOver = true
-		free()
-	})
 }
 
 // claim leases up to limit events. The statement is not cancelled by a shutdown: a
@@ -245,9 +225,10 @@ func (d *Dispatcher) claim(ctx context.Context, limit int) ([]outbox.Record, err
 	return recs, nil
 }
 
-// job is a unit of work on one request slot; it may call answered to give the slot
-// back before it ends (the slot is given back when it ends in any case).
-type job func(ctx context.Context, answered func())
+// job is a unit of work on one request slot: the slot comes back, and the loop is
+// woken, when it ends, its outcomes settled (which may let an aggregate's next event
+// go).
+type job func(ctx context.Context)
 
 // jobs splits claimed records into units of work: in batch mode one per destination;
 // in single mode one per event, the events of a destination sharing one question to
@@ -256,14 +237,12 @@ func (d *Dispatcher) jobs(recs []outbox.Record) []job {
 	var out []job
 	for _, group := range groupByDestination(recs) {
 		if d.cfg.Mode == ModeBatch {
-			out = append(out, func(ctx context.Context, answered func()) { d.deliverBatch(ctx, group, answered) })
+			out = append(out, func(ctx context.Context) { d.deliverBatch(ctx, group) })
 			continue
 		}
 		adm := &admission{}
 		for _, rec := range group {
-			// A single request keeps its slot until settled: the settler's rounds
-			// wait for the requests in flight.
-			out = append(out, func(ctx context.Context, _ func()) { d.deliver(ctx, rec, adm) })
+			out = append(out, func(ctx context.Context) { d.deliver(ctx, rec, adm) })
 		}
 	}
 	return out
