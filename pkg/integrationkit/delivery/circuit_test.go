@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"handoff/pkg/integrationkit/backoff"
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/delivery"
+	"handoff/pkg/integrationkit/outbox"
 )
 
 // With the receiver failing, 4 replicas and 500 pending events: once the circuit is
@@ -103,9 +105,20 @@ func offsets(ts []time.Time, from time.Time) []time.Duration {
 
 // An event deferred while another replica's probe is in flight is sent as soon as the
 // circuit closes, even when the close (and its hastening) happened just before the
-// deferral was written: not after the probe's 30 s lease.
+// deferral was written: not after the probe's 30 s lease, nor at the next tick (a
+// minute here), whether the event was waiting when the dispatcher started or came
+// once it was idle, its start-up wakes spent.
 func TestDeferralAfterTheCircuitClosedIsHastened(t *testing.T) {
 	t.Parallel()
+	for _, idle := range []bool{false, true} {
+		t.Run(fmt.Sprintf("idle=%v", idle), func(t *testing.T) {
+			t.Parallel()
+			deferralAfterTheCircuitClosed(t, idle)
+		})
+	}
+}
+
+func deferralAfterTheCircuitClosed(t *testing.T, idle bool) {
 	b := newBundle(t)
 	ctx := context.Background()
 	delivered := make(chan struct{}, 1)
@@ -126,7 +139,9 @@ func TestDeferralAfterTheCircuitClosedIsHastened(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, probe.Probe)
 
-	b.enqueue(t, "agg", 1)
+	if !idle {
+		b.enqueue(t, "agg", 1)
+	}
 	// The probe succeeds between the dispatcher's look at the half-open circuit and
 	// its deferral.
 	obs := &onFirstDeferral{t: t, label: "circuit_open", do: func() error {
@@ -138,6 +153,10 @@ func TestDeferralAfterTheCircuitClosedIsHastened(t *testing.T) {
 	}}
 	b.runWith(t, delivery.Config{Owner: "replica", Concurrency: 4, Batch: 10, Interval: time.Minute,
 		Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 10}, delivery.Deps{Breaker: br, Observer: obs})
+	if idle {
+		time.Sleep(500 * time.Millisecond) // the scenario: a dispatcher whose start-up wakes are spent
+		b.enqueue(t, "agg", 1)
+	}
 
 	select {
 	case <-delivered:
@@ -187,5 +206,81 @@ func TestBreakerCountsOnlyReceiverFaults(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, breaker.Open, state)
 		})
+	}
+}
+
+// Batch mode: a failing batch is told to the circuit before the next request asks it,
+// so no request goes after the threshold-th failure opened the circuit.
+func TestBatchFailureIsCountedBeforeTheNextRequest(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t)
+	var requests atomic.Int64
+	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		requests.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	b.enqueueEach(t, b.url, keys("k", 40))
+	br := b.newBreaker(t, breaker.Config{Threshold: 3, Cooldown: time.Hour, ProbeLease: 5 * time.Second})
+	cfg := batchMode(delivery.Config{Batch: 1, MaxAttempts: 1000})
+	cfg.Backoff = backoff.Schedule{time.Hour}
+	b.runWith(t, cfg, delivery.Deps{Breaker: br})
+	b.observed.wait(t, 10*time.Second, "the circuit opening", func(h *history) bool { return h.changes(breaker.Opened) > 0 })
+	time.Sleep(500 * time.Millisecond)
+	t.Logf("requests: %d", requests.Load())
+	require.EqualValues(t, 3, requests.Load(), "no request after the threshold-th failure")
+}
+
+// Single mode: a traced event the open circuit defers has its delivery.deliver span,
+// which records the deferral.
+func TestDeferralIsTraced(t *testing.T) {
+	t.Parallel()
+	b := setupTrace(t)
+	br := b.newBreaker(t, breaker.Config{Threshold: 1, Cooldown: time.Hour, ProbeLease: 5 * time.Second})
+	_, err := br.Failure(context.Background(), b.db, b.url, breaker.Permit{})
+	require.NoError(t, err)
+	b.request(t, "agg-1")
+	b.runWith(t, delivery.Config{Interval: time.Second, Backoff: backoff.Schedule{20 * time.Millisecond}},
+		delivery.Deps{TracerProvider: b.tp, Breaker: br})
+	b.observed.wait(t, 10*time.Second, "a deferral", func(h *history) bool { return h.count(deferred(outbox.DeferredByCircuit)) > 0 })
+	// The span ends when its worker returns, just after the deferral is reported.
+	require.Eventually(t, func() bool { return len(named(b.spans.GetSpans(), "delivery.deliver")) > 0 },
+		5*time.Second, 10*time.Millisecond, "the deferral has a delivery.deliver span")
+}
+
+// A circuit statement of destination A that waits on a row lock holds up neither the
+// events of destination B claimed with it nor the loop: each destination's requests ask
+// their own circuit.
+func TestSlowCircuitOfOneDestinationHoldsUpNoOther(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t)
+	ctx := context.Background()
+	var gotB atomic.Int64
+	firstB := make(chan time.Time, 1)
+	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/b" && gotB.Add(1) == 1 {
+			firstB <- time.Now()
+		}
+	}))
+	a, bb := b.url+"/a", b.url+"/b"
+	br := b.newBreaker(t, breaker.Config{Threshold: 1, Cooldown: time.Microsecond, ProbeLease: 30 * time.Second})
+	_, err := br.Failure(ctx, b.db, a, breaker.Permit{})
+	require.NoError(t, err)
+	tx, err := b.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, `SELECT 1 FROM kit_breakers WHERE destination = ? FOR UPDATE`, a)
+	require.NoError(t, err)
+	go func() { time.Sleep(4 * time.Second); _ = tx.Rollback() }()
+	b.enqueueEach(t, a, keys("a", 1))
+	b.enqueueEach(t, bb, keys("b", 1))
+	start := time.Now()
+	b.runWith(t, delivery.Config{Concurrency: 4, Batch: 10, Interval: time.Minute,
+		Backoff: backoff.Schedule{50 * time.Millisecond}, MaxAttempts: 10}, delivery.Deps{Breaker: br})
+	select {
+	case at := <-firstB:
+		t.Logf("B's event sent after %v", at.Sub(start))
+		require.Less(t, at.Sub(start), time.Second)
+	case <-time.After(8 * time.Second):
+		t.Fatal("B's event not sent")
 	}
 }

@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -89,19 +90,31 @@ func TestPausedDestinationGetsNoRequestUntilResumed(t *testing.T) {
 }
 
 // An event deferred for a pause that ended meanwhile goes out within seconds, not
-// after the pause's hour-long deferral.
+// after the pause's hour-long deferral, whether it was waiting when the dispatcher
+// started or came once the dispatcher was idle.
 func TestDeferralAfterTheResumeIsHastened(t *testing.T) {
 	t.Parallel()
-	p := setupPausing(t)
-	_, err := p.br.Pause(context.Background(), p.db, p.a)
-	require.NoError(t, err)
-	p.enqueueEach(t, p.a, keys("a", 1))
-	// An operator's Resume on another replica commits between the dispatcher's look at
-	// the pause and its deferral.
-	p.dispatch(t, &onFirstDeferral{t: t, label: "paused", do: func() error {
-		_, err := p.br.Resume(context.Background(), p.db, p.a)
-		return err
-	}}, 1)
-	p.observed.wait(t, 5*time.Second, "the event delivered", func(h *history) bool { return len(h.records(delivered(p.a))) == 1 })
-	require.EqualValues(t, 1, p.gotA.Load())
+	for _, idle := range []bool{false, true} {
+		t.Run(fmt.Sprintf("idle=%v", idle), func(t *testing.T) {
+			t.Parallel()
+			p := setupPausing(t)
+			_, err := p.br.Pause(context.Background(), p.db, p.a)
+			require.NoError(t, err)
+			if !idle {
+				p.enqueueEach(t, p.a, keys("a", 1))
+			}
+			// An operator's Resume on another replica commits between the dispatcher's
+			// look at the pause and its deferral.
+			p.dispatch(t, &onFirstDeferral{t: t, label: "paused", do: func() error {
+				_, err := p.br.Resume(context.Background(), p.db, p.a)
+				return err
+			}}, 1)
+			if idle {
+				time.Sleep(500 * time.Millisecond) // the scenario: the start-up wakes are spent
+				p.enqueueEach(t, p.a, keys("a", 1))
+			}
+			p.observed.wait(t, 5*time.Second, "the event delivered", func(h *history) bool { return len(h.records(delivered(p.a))) == 1 })
+			require.EqualValues(t, 1, p.gotA.Load())
+		})
+	}
 }
