@@ -46,7 +46,9 @@ bench-short: ## a quick benchmark (about two minutes), ending with `e2e/ceiling:
 # .golangci.yml (depguard, funlen); docs/development.md explains them.
 GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-lint: ## gofmt, then golangci-lint (vet, staticcheck, errcheck, depguard, funlen) over every module
+lint: ## no tracked binaries, gofmt, then golangci-lint (vet, staticcheck, errcheck, depguard, funlen) over every module
+	@bins=$$(git ls-files -z 2>/dev/null | LC_ALL=C xargs -0 -r grep -l -a -m1 -P '^\x7fELF' 2>/dev/null || true); \
+		test -z "$$bins" || { echo "binaries are tracked; remove them and ignore them in .gitignore:"; echo "$$bins"; exit 1; }
 	@test -z "$$(gofmt -l $(MODULES))" || { gofmt -l $(MODULES); exit 1; }
 	@for m in $(MODULES); do echo "lint $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...) || exit 1; done
 	@for m in e2e/monitoring e2e/riverbaseline; do echo "lint $$m"; (cd $$m && GOWORK=off $(GOLANGCI_LINT) run ./...) || exit 1; done
