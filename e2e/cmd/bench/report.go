@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"handoff/pkg/integrationkit/delivery"
 )
 
 // Result is everything one run measured; it is written as JSON and as a table.
@@ -122,9 +124,9 @@ func writeTable(w io.Writer, r *Result) {
 		r.Command, cmp.Or(r.Commit, "unknown"))
 	fmt.Fprintf(w, "Machine: %s, %d cores, %.1f GiB RAM, load average %s at start; PostgreSQL %s (%s).\n",
 		r.Machine.CPU, r.Machine.Cores, r.Machine.MemoryGiB, r.Machine.LoadAverage, r.Machine.PostgreSQL, settings(r.Machine.Settings))
-	fmt.Fprintf(w, "Load: %d clerks (closed loop). Services at their defaults (DISPATCH_BATCH=100; DISPATCH_CONCURRENCY=64 in single mode, 1 in batch mode) "+
+	fmt.Fprintf(w, "Load: %d clerks (closed loop). Services at their defaults (DISPATCH_BATCH=%d; DISPATCH_CONCURRENCY=%d in single mode, %d in batch mode) "+
 		"but LOG_LEVEL=warn, DISPATCH_BACKOFF=1s,2s,4s, BREAKER_COOLDOWN=1s; %s. Run took %.0f s.\n",
-		r.Clerks, varsNote(r.Vars), r.Seconds)
+		r.Clerks, delivery.DefaultBatch, delivery.SingleConcurrency, delivery.BatchConcurrency, varsNote(r.Vars), r.Seconds)
 	if r.Autoanalyze != "0s" && r.Autoanalyze != "" {
 		fmt.Fprintf(w, "The server runs with autovacuum off: the benchmark ANALYZEs the services' databases every %s in its stead (never in the claim rows' databases).\n", r.Autoanalyze)
 	}

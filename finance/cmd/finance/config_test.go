@@ -146,11 +146,11 @@ func TestDefaultsAreValid(t *testing.T) {
 	require.Equal(t, "127.0.0.1:8081", cfg.HTTPAddr)
 	require.Equal(t, "http://127.0.0.1:8082/webhooks/finance", cfg.WebhookURL)
 	require.Equal(t, 8, cfg.DBMaxConns)
-	require.Equal(t, 100, cfg.Dispatch.Batch)
+	require.Equal(t, delivery.DefaultBatch, cfg.Dispatch.Batch)
 	require.True(t, cfg.MigrateOnStart)
 	require.True(t, cfg.DispatchOn)
 	require.Equal(t, delivery.ModeBatch, cfg.Dispatch.Mode, "batch mode is the default")
-	require.Equal(t, 1, cfg.Dispatch.Concurrency, "one batch in flight per replica")
+	require.Equal(t, delivery.BatchConcurrency, cfg.Dispatch.Concurrency, "a second batch in flight only for a backlog")
 	require.Equal(t, 30*time.Second, cfg.Dispatch.Lease)
 	require.Equal(t, cfg.Dispatch.Lease, cfg.Breaker.ProbeLease)
 	require.Equal(t, "finance_breakers", cfg.Breaker.Table)
@@ -163,7 +163,7 @@ func TestBatchModeSendsFewRequestsAtOnce(t *testing.T) {
 	env := map[string]string{"DISPATCH_MODE": "batch"}
 	cfg, err := parseConfig(environ(env), "migrate")
 	require.NoError(t, err)
-	require.Equal(t, 1, cfg.Dispatch.Concurrency, "batch mode's default")
+	require.Equal(t, delivery.BatchConcurrency, cfg.Dispatch.Concurrency, "batch mode's default")
 
 	env["DISPATCH_CONCURRENCY"] = "6"
 	cfg, err = parseConfig(environ(env), "migrate")

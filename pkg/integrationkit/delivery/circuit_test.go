@@ -209,8 +209,9 @@ func TestBreakerCountsOnlyReceiverFaults(t *testing.T) {
 	}
 }
 
-// Batch mode: a failing batch is told to the circuit before the next request asks it,
-// so no request goes after the threshold-th failure opened the circuit.
+// Batch mode, one batch in flight: a failing batch is told to the circuit before the
+// next request asks it, so no request goes after the threshold-th failure opened the
+// circuit.
 func TestBatchFailureIsCountedBeforeTheNextRequest(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t)
@@ -222,7 +223,7 @@ func TestBatchFailureIsCountedBeforeTheNextRequest(t *testing.T) {
 	}))
 	b.enqueueEach(t, b.url, keys("k", 40))
 	br := b.newBreaker(t, breaker.Config{Threshold: 3, Cooldown: time.Hour, ProbeLease: 5 * time.Second})
-	cfg := batchMode(delivery.Config{Batch: 1, MaxAttempts: 1000})
+	cfg := batchMode(delivery.Config{Batch: 1, Concurrency: 1, MaxAttempts: 1000})
 	cfg.Backoff = backoff.Schedule{time.Hour}
 	b.runWith(t, cfg, delivery.Deps{Breaker: br})
 	b.observed.wait(t, 10*time.Second, "the circuit opening", func(h *history) bool { return h.changes(breaker.Opened) > 0 })

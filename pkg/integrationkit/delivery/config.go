@@ -22,9 +22,9 @@ type Config struct {
 	Owner string
 	// Interval is the safety-net poll, a robfig/cron "@every" tick (default 5 s).
 	Interval time.Duration
-	// Batch is the most events claimed at once (default 100).
+	// Batch is the most events claimed at once (default DefaultBatch).
 	Batch int
-	// Concurrency bounds requests in flight (default 1 in batch mode,
+	// Concurrency bounds requests in flight (default BatchConcurrency in batch mode,
 	// SingleConcurrency in single mode).
 	Concurrency int
 	// Lease is how long a claim stays with this replica (default 30 s); it must exceed
@@ -50,6 +50,17 @@ type Config struct {
 	BatchSuffix string
 }
 
+// DefaultBatch is Config.Batch when unset: the most events one claim, and so one batch
+// request, carries. Smart batching keeps batches small under light load (a batch takes
+// what arrived while the last was in flight); the bound matters for a backlog, where
+// fewer, larger requests cost less per event.
+const DefaultBatch = 400
+
+// BatchConcurrency is Config.Concurrency in batch mode when unset: batches in flight
+// per replica. A second goes only while the last claim came back full (a backlog);
+// otherwise what arrives waits for the answer and goes as one bigger batch.
+const BatchConcurrency = 2
+
 // SingleConcurrency is Config.Concurrency in single mode when unset: requests in flight
 // per replica. Each carries one event, so many go at once; the dispatcher claims, and
 // settles, several of them a statement (a claim waits for an eighth of the slots to be
@@ -60,13 +71,10 @@ func (c Config) withDefaults() Config {
 	host, _ := os.Hostname()
 	c.Owner = cmp.Or(c.Owner, fmt.Sprintf("%s/%d", host, os.Getpid()))
 	c.Interval = cmp.Or(c.Interval, 5*time.Second)
-	c.Batch = cmp.Or(c.Batch, 100)
+	c.Batch = cmp.Or(c.Batch, DefaultBatch)
 	c.Mode = cmp.Or(c.Mode, ModeSingle)
 	if c.Concurrency == 0 && c.Mode == ModeBatch {
-		// Each request carries a whole claim: the next claim waits for its answer and
-		// takes everything that arrived meanwhile (smart batching); replicas add
-		// parallelism.
-		c.Concurrency = 1
+		c.Concurrency = BatchConcurrency
 	}
 	c.Concurrency = cmp.Or(c.Concurrency, SingleConcurrency)
 	c.Lease = cmp.Or(c.Lease, 30*time.Second)
