@@ -69,6 +69,7 @@ func drain(ctx context.Context, cfg config) (baseline.Result, error) {
 	if err := warmUp(ctx, client); err != nil {
 		return res, err
 	}
+	self0, pg0 := baseline.SelfTime(), baseline.BackendTimes(ctx, pool)
 	released, total, err := insertEvents(ctx, pool, client, cfg.events)
 	if err != nil {
 		return res, err
@@ -76,6 +77,8 @@ func drain(ctx context.Context, cfg config) (baseline.Result, error) {
 	if err := waitCompleted(ctx, pool, total); err != nil {
 		return res, err
 	}
+	res.RiverCPUMs = float64(baseline.SelfTime()-self0) / float64(time.Millisecond)
+	res.PostgresCPUMs = float64(baseline.Spent(pg0, baseline.BackendTimes(ctx, pool))) / float64(time.Millisecond)
 	res.Snoozed = worker.snoozed.Load()
 	return res, stats(ctx, pool, &res, released)
 }

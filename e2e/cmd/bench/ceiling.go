@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"handoff/e2e/cmd/bench/baseline"
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/pgdb"
 )
@@ -160,13 +161,13 @@ func countErr(err error, errs *atomic.Int64) int {
 // into out: call it at the window's start, and what it returns at its end.
 func meter(ctx context.Context, db *pgxpool.Pool, out *CPU) func() func(n int64) {
 	return func() func(n int64) {
-		self0, pg0 := selfTime(), backendTimes(ctx, db)
+		self0, pg0 := baseline.SelfTime(), baseline.BackendTimes(ctx, db)
 		return func(n int64) {
 			if n == 0 {
 				return
 			}
-			out.Finance = ms(selfTime()-self0) / float64(n)
-			out.PostgreSQL = ms(spent(pg0, backendTimes(ctx, db))) / float64(n)
+			out.Finance = ms(baseline.SelfTime()-self0) / float64(n)
+			out.PostgreSQL = ms(baseline.Spent(pg0, baseline.BackendTimes(ctx, db))) / float64(n)
 			out.Total = out.Finance + out.PostgreSQL
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,9 +30,12 @@ type riverSetting struct {
 }
 
 // RiverRun is the River baseline's drain of the seeded events with one setting: what
-// e2e/riverbaseline printed, or why it failed.
+// e2e/riverbaseline printed, or why it failed, and its CPU per event, measured as a
+// handoff drain's is: the baseline's process in finance's place, logistics, and the
+// backends of both databases.
 type RiverRun struct {
 	baseline.Result
+	CPU   CPU    `json:"cpu"`
 	Error string `json:"error,omitempty"`
 }
 
@@ -110,6 +114,15 @@ func riverRun(ctx context.Context, cl *cluster, bin, riverBin, label string, s r
 		}
 		defer stop()
 	}
+	ldb, err := openPool(ctx, ldbURL, 1)
+	if err != nil {
+		return r, err
+	}
+	defer ldb.Close()
+	cpu0, err := snapshot(ctx, bin, ldb, []string{dbName(ldbURL)})
+	if err != nil {
+		return r, err
+	}
 	cmd := exec.CommandContext(ctx, riverBin, "-database", riverURL, "-webhook", logistics.URL+"/webhooks/finance",
 		"-events", strconv.Itoa(cfg.plan.Scaling), "-max-workers", strconv.Itoa(s.MaxWorkers),
 		"-fetch-cooldown", s.FetchCooldown.String(), "-timeout", cfg.plan.DrainTimeout.String())
@@ -122,7 +135,34 @@ func riverRun(ctx context.Context, cl *cluster, bin, riverBin, label string, s r
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		return r, fmt.Errorf("the River baseline's output: %w", err)
 	}
-	return r, checkShipped(ctx, ldbURL, r.Events)
+	cpu1, err := snapshot(ctx, bin, ldb, []string{dbName(ldbURL)})
+	if err != nil {
+		return r, err
+	}
+	r.CPU = riverCPU(cpu0.perEvent(cpu1, r.Events), r.Result)
+	return r, checkShipped(ctx, ldb, r.Events)
+}
+
+// riverCPU adds the baseline's own times to logistics', per event: its process takes
+// finance's place, its database's backends join logistics' as PostgreSQL.
+func riverCPU(logistics CPU, r baseline.Result) CPU {
+	if r.Events == 0 {
+		return CPU{}
+	}
+	c := logistics
+	c.Finance = r.RiverCPUMs / float64(r.Events)
+	c.PostgreSQL += r.PostgresCPUMs / float64(r.Events)
+	c.Total = c.Finance + c.Logistics + c.PostgreSQL
+	return c
+}
+
+// dbName is the database a PostgreSQL URL names.
+func dbName(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(u.Path, "/")
 }
 
 // analyzeDatabases runs the services' stand-in for autovacuum's analyze (analyzeEvery)
@@ -148,12 +188,7 @@ func analyzeDatabases(ctx context.Context, every time.Duration, urls ...string) 
 
 // checkShipped makes sure logistics processed each event once: the baseline counts
 // the jobs River completed, logistics the events it took in.
-func checkShipped(ctx context.Context, dbURL string, events int64) error {
-	db, err := openPool(ctx, dbURL, 1)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+func checkShipped(ctx context.Context, db *pgxpool.Pool, events int64) error {
 	var n int64
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM logistics_processed_events`).Scan(&n); err != nil {
 		return fmt.Errorf("count logistics' processed events: %w", err)
@@ -208,6 +243,10 @@ func riverRows(r *Result, ofProd func(float64) float64) []row {
 			label += ", **best of the sweep**"
 		}
 		value := fmt.Sprintf("%s (%.1f s)", num(run.EventsPerSec), run.SecondsToEmpty)
+		if c := run.CPU; c.Total > 0 {
+			value += fmt.Sprintf("; CPU ms/event River + logistics + PostgreSQL %.2f + %.2f + %.2f = %.2f",
+				c.Finance, c.Logistics, c.PostgreSQL, c.Total)
+		}
 		if run.Snoozed > 0 || run.Errored > 0 {
 			value += fmt.Sprintf(", %d snoozed on 409, %d retried", run.Snoozed, run.Errored)
 		}

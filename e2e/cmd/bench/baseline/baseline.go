@@ -1,6 +1,7 @@
 // Package baseline is what the River baseline (e2e/riverbaseline) reports of one
 // drain: it prints a Result as one JSON object, and cmd/bench reads it back into the
-// same type, so the two sides cannot disagree on a field.
+// same type, so the two sides cannot disagree on a field. Both measure processor time
+// with the same functions (cpu.go).
 package baseline
 
 // Result is one drain of the seeded events by one River client.
@@ -22,4 +23,9 @@ type Result struct {
 	// for any other reason.
 	Snoozed int64 `json:"snoozed"`
 	Errored int64 `json:"errored"`
+	// RiverCPUMs is the processor time the baseline's process spent from just before
+	// the insert to the last completion, PostgresCPUMs that of the backends of River's
+	// database over the same window, both in milliseconds for the whole drain.
+	RiverCPUMs    float64 `json:"river_cpu_ms"`
+	PostgresCPUMs float64 `json:"postgres_cpu_ms"`
 }
