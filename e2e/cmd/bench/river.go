@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,10 +118,7 @@ func riverRun(ctx context.Context, cl *cluster, bin, riverBin, label string, s r
 		return r, err
 	}
 	defer ldb.Close()
-	cpu0, err := snapshot(ctx, bin, ldb, []string{dbName(ldbURL)})
-	if err != nil {
-		return r, err
-	}
+	cpu0 := logisticsTimes(ctx, bin, ldb)
 	cmd := exec.CommandContext(ctx, riverBin, "-database", riverURL, "-webhook", logistics.URL+"/webhooks/finance",
 		"-events", strconv.Itoa(cfg.plan.Scaling), "-max-workers", strconv.Itoa(s.MaxWorkers),
 		"-fetch-cooldown", s.FetchCooldown.String(), "-timeout", cfg.plan.DrainTimeout.String())
@@ -135,11 +131,7 @@ func riverRun(ctx context.Context, cl *cluster, bin, riverBin, label string, s r
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		return r, fmt.Errorf("the River baseline's output: %w", err)
 	}
-	cpu1, err := snapshot(ctx, bin, ldb, []string{dbName(ldbURL)})
-	if err != nil {
-		return r, err
-	}
-	r.CPU = riverCPU(cpu0.perEvent(cpu1, r.Events), r.Result)
+	r.CPU = riverCPU(cpu0.perEvent(logisticsTimes(ctx, bin, ldb), r.Events), r.Result)
 	return r, checkShipped(ctx, ldb, r.Events)
 }
 
@@ -156,13 +148,10 @@ func riverCPU(logistics CPU, r baseline.Result) CPU {
 	return c
 }
 
-// dbName is the database a PostgreSQL URL names.
-func dbName(dbURL string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimPrefix(u.Path, "/")
+// logisticsTimes is the processor time so far of the logistics processes and of the
+// backends of ldb's database (no finance runs beside the River baseline).
+func logisticsTimes(ctx context.Context, bin string, ldb *pgxpool.Pool) cpuSnapshot {
+	return cpuSnapshot{logistics: processesOf(filepath.Join(bin, "logistics")), postgres: baseline.BackendTimes(ctx, ldb)}
 }
 
 // analyzeDatabases runs the services' stand-in for autovacuum's analyze (analyzeEvery)

@@ -168,12 +168,14 @@ func checkMode(m string) error {
 // saturation: 16 in flight, each claiming at will, sent 12 events per request and
 // delivered 0.45 of the producer ceiling; 1 sent 81 and delivered 0.54. With the
 // second batch held back until a claim is full, 2 in flight (and claims of 400, not
-// 100) sent 77–88 events per request at saturation, as 1 did, and drained 20,000
-// seeded events with one replica at 6,701 events/s against 4,050. In single mode each request carries one event, so many go
-// at once: make bench-short's drain of 1,500 seeded events went from 856 events/s with
-// 16 in flight to 1,284 with 64, as each claim and each settling statement then
-// carries several events; 100 measured no better than 64 in the full run's drain of
-// 20,000 (971 against 1,296 events/s, one dispatcher).
+// 100) sent 77–88 events per request at saturation in make bench-short, as 1 did
+// (56.5 in one full-length run, where a standing backlog fills claims), and drained
+// 20,000 seeded events with one replica at 6,701 events/s against 4,050. In single
+// mode each request carries one event, so many go at once: make bench-short's drain
+// of 1,500 seeded events went from 856 events/s with 16 in flight to 1,284 with 64,
+// as each claim and each settling statement then carries several events; 100
+// measured no better than 64 in the full run's drain of 20,000 (971 against 1,296
+// events/s, one dispatcher).
 func defaultConcurrency(mode string) int {
 	if mode == delivery.ModeBatch {
 		return delivery.BatchConcurrency
