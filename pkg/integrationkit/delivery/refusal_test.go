@@ -75,7 +75,10 @@ func TestBatchRefusalFallsBack(t *testing.T) {
 			recv := &mixedReceiver{refuse: c.refuse, applied: map[string]int{}}
 			b.serve(t, recv)
 			b.enqueueEach(t, b.url+"/hook", keys("k", events))
-			b.runWith(t, batchMode(delivery.Config{Owner: "batcher", Batch: 100}), delivery.Deps{})
+			// One batch in flight, so the order the receiver sees is the order batches are
+			// built in: with two, a batch built before a refusal lowered the limit may
+			// arrive after a smaller one was accepted.
+			b.runWith(t, batchMode(delivery.Config{Owner: "batcher", Batch: 100, Concurrency: 1}), delivery.Deps{})
 			b.observed.wait(t, 15*time.Second, "every event settled for good", func(h *history) bool { return len(h.records(isFinal)) == events })
 			require.Equal(t, events, b.count(t, `delivery_status = ?`, outbox.StatusDelivered), "every event delivered, none failed")
 			require.Len(t, b.attempts(t), events, "a refused request is no attempt of its events")
