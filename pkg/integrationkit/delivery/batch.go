@@ -85,6 +85,7 @@ func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
 	defer span.End()
 	permit, ok := d.admit(ctx, recs)
 	if !ok {
+		d.heldBack.Store(true)
 		return
 	}
 	res, answers := d.sendBatch(ctx, recs)

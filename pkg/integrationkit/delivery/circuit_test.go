@@ -209,27 +209,36 @@ func TestBreakerCountsOnlyReceiverFaults(t *testing.T) {
 	}
 }
 
-// Batch mode, one batch in flight: a failing batch is told to the circuit before the
-// next request asks it, so no request goes after the threshold-th failure opened the
-// circuit.
+// Batch mode: a failing batch is told to the circuit before the next request asks it.
+// With one batch in flight no request goes after the threshold-th failure opened the
+// circuit; at the default of two, at most the one admitted beside it.
 func TestBatchFailureIsCountedBeforeTheNextRequest(t *testing.T) {
 	t.Parallel()
-	b := newBundle(t)
-	var requests atomic.Int64
-	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
-		requests.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	b.enqueueEach(t, b.url, keys("k", 40))
-	br := b.newBreaker(t, breaker.Config{Threshold: 3, Cooldown: time.Hour, ProbeLease: 5 * time.Second})
-	cfg := batchMode(delivery.Config{Batch: 1, Concurrency: 1, MaxAttempts: 1000})
-	cfg.Backoff = backoff.Schedule{time.Hour}
-	b.runWith(t, cfg, delivery.Deps{Breaker: br})
-	b.observed.wait(t, 10*time.Second, "the circuit opening", func(h *history) bool { return h.changes(breaker.Opened) > 0 })
-	time.Sleep(500 * time.Millisecond)
-	t.Logf("requests: %d", requests.Load())
-	require.EqualValues(t, 3, requests.Load(), "no request after the threshold-th failure")
+	for _, c := range []struct {
+		concurrency int // 0: the default
+		most        int64
+	}{{1, 3}, {0, 3 + delivery.BatchConcurrency - 1}} {
+		t.Run(fmt.Sprintf("concurrency=%d", c.concurrency), func(t *testing.T) {
+			t.Parallel()
+			b := newBundle(t)
+			var requests atomic.Int64
+			b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.ReadAll(r.Body)
+				requests.Add(1)
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}))
+			b.enqueueEach(t, b.url, keys("k", 40))
+			br := b.newBreaker(t, breaker.Config{Threshold: 3, Cooldown: time.Hour, ProbeLease: 5 * time.Second})
+			cfg := batchMode(delivery.Config{Batch: 1, Concurrency: c.concurrency, MaxAttempts: 1000})
+			cfg.Backoff = backoff.Schedule{time.Hour}
+			b.runWith(t, cfg, delivery.Deps{Breaker: br})
+			b.observed.wait(t, 10*time.Second, "the circuit opening", func(h *history) bool { return h.changes(breaker.Opened) > 0 })
+			time.Sleep(500 * time.Millisecond) // time enough for a request that should not go
+			t.Logf("requests: %d", requests.Load())
+			require.GreaterOrEqual(t, requests.Load(), int64(3), "the threshold's failures")
+			require.LessOrEqual(t, requests.Load(), c.most, "no request after the threshold-th failure but those admitted beside it")
+		})
+	}
 }
 
 // Single mode: a traced event the open circuit defers has its delivery.deliver span,
@@ -284,4 +293,47 @@ func TestSlowCircuitOfOneDestinationHoldsUpNoOther(t *testing.T) {
 	case <-time.After(8 * time.Second):
 		t.Fatal("B's event not sent")
 	}
+}
+
+// Batch mode at its default of two batches in flight, a backlog of five batches and a
+// circuit whose probe is slow: while the probe is in flight the second slot defers one
+// batch behind it, not the backlog batch after batch; once the probe closes the
+// circuit every event is delivered.
+func TestBatchBehindAProbeDefersOneBatch(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t)
+	ctx := context.Background()
+	release := make(chan struct{})
+	var requests atomic.Int64
+	recv := &batchReceiver{seenKey: map[string]int{},
+		answer: func(key string, _ int) delivery.BatchAnswer {
+			return delivery.BatchAnswer{IdempotencyKey: key, Status: http.StatusOK}
+		}}
+	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			<-release // the probe
+		}
+		recv.ServeHTTP(w, r)
+	}))
+	const batch = 10
+	b.enqueueEach(t, b.url, keys("k", 5*batch))
+	br := b.newBreaker(t, breaker.Config{Threshold: 1, Cooldown: time.Microsecond, ProbeLease: 30 * time.Second})
+	tr, err := br.Failure(ctx, b.db, b.url, breaker.Permit{})
+	require.NoError(t, err)
+	require.Equal(t, breaker.Opened, tr)
+
+	cfg := batchMode(delivery.Config{Batch: batch, MaxAttempts: 10})
+	require.Zero(t, cfg.Concurrency, "the default number of batches in flight")
+	b.runWith(t, cfg, delivery.Deps{Breaker: br})
+	isDeferral := deferred(outbox.DeferredByCircuit)
+	b.observed.wait(t, 10*time.Second, "a batch deferred behind the probe", func(h *history) bool { return h.count(isDeferral) > 0 })
+	time.Sleep(300 * time.Millisecond) // time enough to defer the rest of the backlog, were it claimed
+	close(release)
+	var deferrals int
+	b.observed.wait(t, 10*time.Second, "every event delivered", func(h *history) bool {
+		deferrals = h.count(isDeferral)
+		return h.count(delivered(b.url)) == 5*batch
+	})
+	t.Logf("deferrals: %d, requests: %d", deferrals, requests.Load())
+	require.Equal(t, batch, deferrals, "one batch deferred behind the probe")
 }

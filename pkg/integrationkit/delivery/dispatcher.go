@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -45,6 +46,9 @@ type Dispatcher struct {
 	receivers *receivers
 	wake      chan struct{}
 	settler   *settler // set by Run: settles single requests in flight together
+	// heldBack says a batch was claimed but not sent (its circuit held it, or could
+	// not be asked): the loop then sends no second batch until one in flight answers.
+	heldBack atomic.Bool
 }
 
 // New returns a dispatcher over store in db, signing requests with signer.
@@ -147,8 +151,10 @@ const (
 // mayClaim says whether the loop claims now, with free of its slots free and busy of
 // them in flight; full says the last claim filled its limit, so more is due. A
 // dispatcher with nothing in flight claims at once. In batch mode another batch goes
-// while one is in flight only when the last claim was full: a backlog then fills both,
-// while a batch of what arrived meanwhile waits for the answer and grows. In single
+// while one is in flight only when the last claim was full and no batch since was held
+// back by its circuit: a backlog then fills both, while a batch of what arrived
+// meanwhile waits for the answer and grows, and behind a circuit's probe one batch at
+// most is deferred, not the backlog 400 at a time. In single
 // mode it claims once a quorum of slots is free (the loop also claims after
 // claimLinger).
 func (d *Dispatcher) mayClaim(free, busy int, full bool) bool {
@@ -170,6 +176,9 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 	full := false
 	var lingering time.Time // since when a free slot waits for a quorum (single mode)
 	for ctx.Err() == nil {
+		if d.heldBack.Swap(false) {
+			full = false // behind a probe, a second batch would only be deferred
+		}
 		free := cap(slots) - len(slots)
 		claimed := 0
 		limit := min(free, d.cfg.Batch)
