@@ -85,8 +85,10 @@ func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
 	defer span.End()
 	permit, ok := d.admit(ctx, recs)
 	if !ok {
-		d.heldBack.Store(true)
 		return
+	}
+	if permit.Probe {
+		defer d.receivers.probe(dest)()
 	}
 	res, answers := d.sendBatch(ctx, recs)
 	settleCtx, cancel := settleContext(ctx)

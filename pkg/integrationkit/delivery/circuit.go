@@ -17,7 +17,10 @@ import (
 // extra round trip per event. When they may not be sent, they are deferred until the
 // circuit can admit again, or for the breaker's PausedWait: no request, no attempt
 // spent, and each keeps the last error of its last request, so on-call sees the cause
-// and not the circuit. All records share one destination.
+// and not the circuit. Deferred behind a probe in flight, the destination is then left
+// out of this replica's claims for probeHold (as it is while this replica's own probe
+// is out): the rest of its backlog waits in the queue, not deferred claim after claim.
+// All records share one destination.
 func (d *Dispatcher) admit(ctx context.Context, recs []outbox.Record) (breaker.Permit, bool) {
 	if d.breaker == nil {
 		return breaker.Permit{Allowed: true}, true
@@ -41,8 +44,8 @@ type admission struct {
 }
 
 // admitShared is admit for rec, one of the events a shares its question for. Under a
-// probe only the first to ask goes; the others go back to the queue at once, and are
-// deferred behind the probe when claimed again.
+// probe only the first to ask goes; the others go back to the queue at once, and stay
+// there, unclaimed, while the probe is out.
 func (d *Dispatcher) admitShared(ctx context.Context, rec outbox.Record, a *admission) (breaker.Permit, bool) {
 	if d.breaker == nil {
 		return breaker.Permit{Allowed: true}, true
@@ -85,10 +88,17 @@ func (d *Dispatcher) admitted(ctx context.Context, recs []outbox.Record, p break
 		d.log.DebugContext(ctx, "events deferred: destination paused", "destination", dest, "events", len(recs))
 		d.hastenIfResumed(ctx, dest)
 	case p.ProbeInFlight:
+		d.receivers.hold(dest, time.Now().Add(min(p.Wait, probeHold)))
 		d.hastenIfClosed(ctx, dest)
 	}
 	return p, false
 }
+
+// probeHold is how long a replica that found another's probe of a destination in
+// flight leaves that destination's events in the queue (at most the probe's lease):
+// it defers one claim's events behind the probe, not its whole backlog claim after
+// claim, and looks again after this long, or at once if it sees the circuit close.
+const probeHold = time.Second
 
 // hastenIfClosed hastens dest's circuit-deferred events if its circuit is closed. A
 // circuit that closes hastens what was deferred until then; a deferral written after
@@ -98,6 +108,7 @@ func (d *Dispatcher) admitted(ctx context.Context, recs []outbox.Record, p break
 // circuit comes due by itself when the circuit may probe.
 func (d *Dispatcher) hastenIfClosed(ctx context.Context, dest string) {
 	if state, err := d.breaker.State(ctx, d.db, dest); err == nil && state == breaker.Closed {
+		d.receivers.unhold(dest)
 		d.hasten(ctx, dest, outbox.DeferredByCircuit, "circuit closed meanwhile")
 	}
 }
@@ -151,6 +162,7 @@ func (d *Dispatcher) recordCircuit(ctx context.Context, rec outbox.Record, p bre
 	case breaker.Opened, breaker.Reopened:
 		d.log.ErrorContext(ctx, "circuit "+string(tr), "destination", rec.Destination, "event_id", rec.ID)
 	case breaker.Recovered:
+		d.receivers.unhold(rec.Destination)
 		d.hasten(ctx, rec.Destination, outbox.DeferredByCircuit, "circuit closed")
 	}
 }

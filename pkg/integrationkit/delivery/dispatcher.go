@@ -45,10 +45,8 @@ type Dispatcher struct {
 
 	receivers *receivers
 	wake      chan struct{}
-	settler   *settler // set by Run: settles single requests in flight together
-	// heldBack says a batch was claimed but not sent (its circuit held it, or could
-	// not be asked): the loop then sends no second batch until one in flight answers.
-	heldBack atomic.Bool
+	settler   *settler      // set by Run: settles single requests in flight together
+	finished  atomic.Uint64 // jobs ended, each freeing its request slot
 }
 
 // New returns a dispatcher over store in db, signing requests with signer.
@@ -151,10 +149,8 @@ const (
 // mayClaim says whether the loop claims now, with free of its slots free and busy of
 // them in flight; full says the last claim filled its limit, so more is due. A
 // dispatcher with nothing in flight claims at once. In batch mode another batch goes
-// while one is in flight only when the last claim was full and no batch since was held
-// back by its circuit: a backlog then fills both, while a batch of what arrived
-// meanwhile waits for the answer and grows, and behind a circuit's probe one batch at
-// most is deferred, not the backlog 400 at a time. In single
+// while one is in flight only when the last claim was full: a backlog then fills both,
+// while a batch of what arrived meanwhile waits for the answer and grows. In single
 // mode it claims once a quorum of slots is free (the loop also claims after
 // claimLinger).
 func (d *Dispatcher) mayClaim(free, busy int, full bool) bool {
@@ -175,10 +171,8 @@ func (d *Dispatcher) mayClaim(free, busy int, full bool) bool {
 func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflight *sync.WaitGroup) {
 	full := false
 	var lingering time.Time // since when a free slot waits for a quorum (single mode)
+	var behind leftOut
 	for ctx.Err() == nil {
-		if d.heldBack.Swap(false) {
-			full = false // behind a probe, a second batch would only be deferred
-		}
 		free := cap(slots) - len(slots)
 		claimed := 0
 		limit := min(free, d.cfg.Batch)
@@ -192,17 +186,22 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 			}
 			wait = time.Since(lingering) < claimLinger
 		}
-		if !wait {
+		if !wait && !behind.idle(d) {
 			lingering = time.Time{}
-			recs, err := d.claim(ctx, limit)
+			finished := d.finished.Load()
+			recs, left, err := d.claim(ctx, limit)
 			if err != nil {
 				d.log.Error("claim failed", "err", err)
+			}
+			behind = leftOut{}
+			if len(recs) == 0 && left.any {
+				behind = leftOut{at: time.Now(), lifted: left.lifted, finished: finished}
 			}
 			full = len(recs) == limit
 			for _, j := range d.jobs(recs) {
 				slots <- struct{}{}
 				inflight.Go(func() {
-					defer func() { <-slots; d.Wake() }()
+					defer func() { <-slots; d.finished.Add(1); d.Wake() }()
 					j(hard)
 				})
 			}
@@ -211,27 +210,55 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		if claimed > 0 && claimed == limit {
 			continue // there may be more: claim again as soon as slots free up
 		}
-		d.sleep(ctx, claimed > 0 || wait, lingering)
+		d.sleep(ctx, claimed > 0 || wait, wakeBy(lingering, behind))
 	}
 }
 
-// claim leases up to limit events. The statement is not cancelled by a shutdown: a
-// cancelled claim may still have committed on the server and left leases nobody
-// works on. Events claimed as the shutdown began are released at once instead.
-func (d *Dispatcher) claim(ctx context.Context, limit int) ([]outbox.Record, error) {
+// leftOut is a claim that found nothing due but the events it left in the queue
+// (those of destinations behind a probe): lifted and finished were the counts of
+// probes ended and holds lifted, and of jobs ended, when it was made.
+type leftOut struct {
+	at       time.Time
+	lifted   uint64
+	finished uint64
+}
+
+// idle says another claim would only read past the same events again: no job has
+// ended, no probe ended nor hold lifted, and probeHold has not passed since. A new
+// event of another destination then waits for one of those, probeHold at most, and a
+// probed destination's backlog is not read again at each new event.
+func (l leftOut) idle(d *Dispatcher) bool {
+	return !l.at.IsZero() && time.Since(l.at) < probeHold &&
+		d.finished.Load() == l.finished && d.receivers.liftedCount() == l.lifted
+}
+
+// leftList is what a claim left in the queue: any destinations, and the receivers'
+// lifted count when the list was taken.
+type leftList struct {
+	any    bool
+	lifted uint64
+}
+
+// claim leases up to limit events, none of the destinations whose probe is out. The
+// statement is not cancelled by a shutdown: a cancelled claim may still have
+// committed on the server and left leases nobody works on. Events claimed as the
+// shutdown began are released at once instead.
+func (d *Dispatcher) claim(ctx context.Context, limit int) ([]outbox.Record, leftList, error) {
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	recs, err := d.store.Claim(claimCtx, d.db, d.cfg.Owner, limit, d.cfg.Lease)
+	except, lifted := d.receivers.unclaimable()
+	left := leftList{any: len(except) > 0, lifted: lifted}
+	recs, err := d.store.ClaimExcept(claimCtx, d.db, d.cfg.Owner, limit, d.cfg.Lease, except)
 	if err != nil {
-		return nil, err
+		return nil, left, err
 	}
 	d.traceClaim(recs, start, time.Now())
 	if ctx.Err() != nil {
 		d.release(claimCtx, recs)
-		return nil, nil
+		return nil, left, nil
 	}
-	return recs, nil
+	return recs, left, nil
 }
 
 // job is a unit of work on one request slot: the slot comes back, and the loop is
@@ -257,14 +284,13 @@ func (d *Dispatcher) jobs(recs []outbox.Record) []job {
 	return out
 }
 
-// sleep waits for a reason to claim again. With nothing claimed it also wakes for the
-// earliest scheduled retry, so a Retry-After of one second is honoured to the second;
-// a loop lingering for a quorum of free slots (since lingering) wakes when its
-// claimLinger is over.
-func (d *Dispatcher) sleep(ctx context.Context, busy bool, lingering time.Time) {
+// sleep waits for a reason to claim again, or until (when not zero). With nothing
+// claimed it also wakes for the earliest scheduled retry, so a Retry-After of one
+// second is honoured to the second.
+func (d *Dispatcher) sleep(ctx context.Context, busy bool, until time.Time) {
 	wait := d.cfg.Interval
-	if !lingering.IsZero() {
-		wait = max(0, claimLinger-time.Since(lingering))
+	if !until.IsZero() {
+		wait = min(wait, max(0, time.Until(until)))
 	}
 	if !busy {
 		if due, ok, err := d.store.NextDue(ctx, d.db); err == nil && ok && due > 0 {
@@ -278,6 +304,20 @@ func (d *Dispatcher) sleep(ctx context.Context, busy bool, lingering time.Time) 
 	case <-d.wake:
 	case <-t.C:
 	}
+}
+
+// wakeBy is when the loop looks again at the latest, short of a wake-up: a single-mode
+// loop lingering for a quorum once claimLinger is over, one behind a probe once
+// probeHold is (zero: neither).
+func wakeBy(lingering time.Time, behind leftOut) time.Time {
+	until := behind.at
+	if !until.IsZero() {
+		until = until.Add(probeHold)
+	}
+	if !lingering.IsZero() && (until.IsZero() || lingering.Add(claimLinger).Before(until)) {
+		until = lingering.Add(claimLinger)
+	}
+	return until
 }
 
 func (d *Dispatcher) jitter(failure int) time.Duration {

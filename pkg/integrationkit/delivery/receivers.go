@@ -8,16 +8,85 @@ import (
 // receivers remembers what each destination's receiver said about batches, so the
 // dispatcher does not ask again what it was refused: the largest batch it accepts
 // after it refused a larger one, and until when it gets single requests after its
-// batch endpoint refused a request. The memory is this replica's own; another replica
-// learns the same from its first refused request.
+// batch endpoint refused a request. It also knows which destinations' circuits are
+// being probed, so their events are left in the queue rather than claimed only to be
+// deferred behind the probe. The memory is this replica's own; another replica learns
+// the same from its first refused request, or its first deferral behind a probe.
 type receivers struct {
 	mu          sync.Mutex
 	limit       map[string]int
 	singleUntil map[string]time.Time
+	probing     map[string]int       // probe requests of this replica in flight
+	heldUntil   map[string]time.Time // another replica's probe seen in flight
+	lifted      uint64               // counts probes ended and holds lifted
 }
 
 func newReceivers() *receivers {
-	return &receivers{limit: map[string]int{}, singleUntil: map[string]time.Time{}}
+	return &receivers{limit: map[string]int{}, singleUntil: map[string]time.Time{},
+		probing: map[string]int{}, heldUntil: map[string]time.Time{}}
+}
+
+// probe records that this replica's probe of dest is in flight until done is called.
+func (r *receivers) probe(dest string) (done func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.probing[dest]++
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.probing[dest]--; r.probing[dest] <= 0 {
+			delete(r.probing, dest)
+		}
+		r.lifted++
+	}
+}
+
+// hold leaves dest's events in the queue until the given time: another replica's
+// probe of it is in flight.
+func (r *receivers) hold(dest string, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.heldUntil[dest] = until
+}
+
+// unhold ends a hold of dest: its circuit closed.
+func (r *receivers) unhold(dest string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.heldUntil[dest]; ok {
+		delete(r.heldUntil, dest)
+		r.lifted++
+	}
+}
+
+// unclaimable lists the destinations whose events a claim now leaves in the queue:
+// those probed by this replica, and those held for another's probe; lifted counts the
+// probes ended and holds lifted so far, so a caller can tell whether the list may
+// have shrunk since.
+func (r *receivers) unclaimable() (out []string, lifted uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for dest := range r.probing {
+		out = append(out, dest)
+	}
+	now := time.Now()
+	for dest, until := range r.heldUntil {
+		switch {
+		case !now.Before(until):
+			delete(r.heldUntil, dest)
+			r.lifted++
+		case r.probing[dest] == 0:
+			out = append(out, dest)
+		}
+	}
+	return out, r.lifted
+}
+
+// liftedCount is unclaimable's count alone.
+func (r *receivers) liftedCount() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lifted
 }
 
 // batchLimit is the largest batch dest accepts, at most max.

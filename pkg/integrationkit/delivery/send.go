@@ -63,6 +63,9 @@ func (d *Dispatcher) deliver(ctx context.Context, rec outbox.Record, adm *admiss
 	if !ok {
 		return
 	}
+	if permit.Probe {
+		defer d.receivers.probe(rec.Destination)()
+	}
 	res := d.send(ctx, rec)
 	settleCtx, cancel := settleContext(ctx)
 	defer cancel()

@@ -54,7 +54,19 @@ var ErrLeaseLost = errors.New("outbox: lease lost to another dispatcher")
 // once per candidate, seconds per claim for a burst of 10,000 events; a plain
 // scalar subquery instead gets a selectivity guess that sorts the whole backlog.
 func (s *Store) Claim(ctx context.Context, db bun.IDB, owner string, limit int, lease time.Duration) ([]Record, error) {
-	rows, err := pgdb.Prepared(db).Query(ctx, s.sql.claim, limit, owner, lease.Seconds())
+	return s.ClaimExcept(ctx, db, owner, limit, lease, nil)
+}
+
+// ClaimExcept is Claim leaving the events of the except destinations in the queue:
+// a dispatcher's way of not claiming what it knows it cannot send now (a destination
+// whose circuit is being probed). Such a claim reads past the events it leaves, so it
+// is for the short while a probe is out, not a standing filter.
+func (s *Store) ClaimExcept(ctx context.Context, db bun.IDB, owner string, limit int, lease time.Duration, except []string) ([]Record, error) {
+	query, args := s.sql.claim, []any{limit, owner, lease.Seconds()}
+	if len(except) > 0 {
+		query, args = s.sql.claimExcept, append(args, except)
+	}
+	rows, err := pgdb.Prepared(db).Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}

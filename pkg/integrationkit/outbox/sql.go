@@ -5,7 +5,7 @@ import "github.com/jackc/pgx/v5"
 // statements are the per-event statements of one outbox table, fixed at NewStore so
 // pgx prepares each once per connection (pgdb.Prepared).
 type statements struct {
-	enqueue, claim, settle, nextDue string
+	enqueue, claim, claimExcept, settle, nextDue string
 }
 
 func newStatements(table string) statements {
@@ -21,29 +21,10 @@ func newStatements(table string) statements {
 		nextDue: `SELECT EXTRACT(EPOCH FROM (min(next_attempt_at) - now()))::float8
 			FROM ` + t + ` WHERE delivery_status = 'pending' AND next_attempt_at > now()`,
 		// $1 the batch size, $2 the owner, $3 the lease in seconds.
-		claim: `
-		WITH due AS (
-			SELECT o.id FROM ` + t + ` AS o
-			WHERE o.delivery_status = 'pending'
-			  AND o.next_attempt_at <= now()
-			  AND (o.lease_expires_at IS NULL OR o.lease_expires_at < now())
-			  AND NOT EXISTS (
-				SELECT 1 FROM ` + t + ` AS p
-				WHERE p.aggregate_key = o.aggregate_key
-				  AND p.aggregate_seq < o.aggregate_seq
-				  AND p.delivery_status IN ('pending', 'failed')
-				OFFSET 0)
-			ORDER BY o.next_attempt_at
-			LIMIT $1
-			FOR UPDATE OF o SKIP LOCKED
-		)
-		UPDATE ` + t + ` AS o
-		SET lease_owner = $2, lease_token = gen_random_uuid(),
-		    lease_expires_at = now() + make_interval(secs => $3::float8)
-		FROM due WHERE o.id = due.id
-		RETURNING o.id, o.event_type, o.payload, o.idempotency_key, o.destination,
-		          o.aggregate_key, o.aggregate_seq, o.correlation_id, o.created_at,
-		          o.delivery_attempts, o.request_count, o.lease_token, coalesce(o.traceparent, '')`,
+		claim: claimSQL(t, ""),
+		// The same, $4 destinations to leave in the queue: a statement of its own, so
+		// the usual claim's cached plan never allows for a filter it does not have.
+		claimExcept: claimSQL(t, "AND NOT (o.destination = ANY ($4::text[]))"),
 		// One array per column of the settlements (see columns).
 		settle: `
 		WITH v AS (
@@ -79,4 +60,32 @@ func newStatements(table string) statements {
 		)
 		SELECT id FROM upd`,
 	}
+}
+
+// claimSQL is the claim of table t, its candidates also meeting filter.
+func claimSQL(t, filter string) string {
+	return `
+		WITH due AS (
+			SELECT o.id FROM ` + t + ` AS o
+			WHERE o.delivery_status = 'pending'
+			  AND o.next_attempt_at <= now()
+			  AND (o.lease_expires_at IS NULL OR o.lease_expires_at < now())
+			  ` + filter + `
+			  AND NOT EXISTS (
+				SELECT 1 FROM ` + t + ` AS p
+				WHERE p.aggregate_key = o.aggregate_key
+				  AND p.aggregate_seq < o.aggregate_seq
+				  AND p.delivery_status IN ('pending', 'failed')
+				OFFSET 0)
+			ORDER BY o.next_attempt_at
+			LIMIT $1
+			FOR UPDATE OF o SKIP LOCKED
+		)
+		UPDATE ` + t + ` AS o
+		SET lease_owner = $2, lease_token = gen_random_uuid(),
+		    lease_expires_at = now() + make_interval(secs => $3::float8)
+		FROM due WHERE o.id = due.id
+		RETURNING o.id, o.event_type, o.payload, o.idempotency_key, o.destination,
+		          o.aggregate_key, o.aggregate_seq, o.correlation_id, o.created_at,
+		          o.delivery_attempts, o.request_count, o.lease_token, coalesce(o.traceparent, '')`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
@@ -99,6 +100,26 @@ func exerciseLease(t *testing.T, s *suite) {
 	again := s.claimOne(t, id)
 	require.NotEqual(t, lapsed.LeaseToken, again.LeaseToken)
 	require.Equal(t, 1, again.Requests)
+}
+
+// A claim told to leave destinations leaves their events queued, and claims them once
+// no longer told to; an event left out still holds back the next of its aggregate,
+// whatever that one's destination.
+func exerciseExcept(t *testing.T, s *suite) {
+	const elsewhere = "http://127.0.0.1:9/elsewhere"
+	here := s.enqueue(t, "here", 1)
+	there := event("mixed", 1)
+	there.Destination = elsewhere
+	thereID, err := s.store.Enqueue(s.ctx, s.db, there)
+	require.NoError(t, err)
+	s.enqueue(t, "mixed", 2) // to the usual destination, behind the one left out
+
+	recs, err := s.store.ClaimExcept(s.ctx, s.db, "outboxtest", 100, time.Minute, []string{elsewhere})
+	require.NoError(t, err)
+	require.Len(t, recs, 1, "neither the event left out nor the one behind it")
+	require.Equal(t, here, recs[0].ID)
+	require.False(t, s.detail(t, thereID).InFlight, "a destination left out is not leased")
+	s.claimOne(t, thereID)
 }
 
 // A worker whose lease was taken over settles nothing: the newer outcome stays, and

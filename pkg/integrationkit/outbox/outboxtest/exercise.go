@@ -21,7 +21,8 @@ import (
 //
 // It pins what a dispatcher and the operators rely on: a duplicate key is refused
 // (outbox.ErrDuplicate) and a rolled-back write leaves nothing; a claim hands out
-// only the head of each aggregate, in sequence order; a settle under a stale lease
+// only the head of each aggregate, in sequence order, and none of the destinations it
+// is told to leave; a settle under a stale lease
 // changes nothing (outbox.ErrLeaseLost); delivered, retry and dead-letter outcomes,
 // a deferral without a request, Retry, Skip, Resend and Release do what their
 // documentation says.
@@ -41,6 +42,7 @@ func Exercise(t *testing.T, newDB func(t *testing.T) *bun.DB, table string) {
 		{"EnqueueJoinsTheCallersTransaction", exerciseTransaction},
 		{"ClaimHandsOutHeadsInSequence", exerciseHeads},
 		{"ClaimLeasesUntilTheLeaseLapses", exerciseLease},
+		{"ClaimExceptLeavesDestinationsQueued", exerciseExcept},
 		{"StaleLeaseSettlesNothing", exerciseFencing},
 		{"SettleOutcomes", exerciseOutcomes},
 		{"DeadLetterHoldsBackOnlyItsAggregate", exerciseDeadHead},
