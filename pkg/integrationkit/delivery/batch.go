@@ -68,7 +68,8 @@ type BatchAnswer struct {
 // requests); what does not fit, or was refused, is released to the queue, so no event
 // is sent after its lease could have run out. Failures of the
 // whole request that the outcome table retries (5xx, 408, 409, 425, 429, 401, 403,
-// timeouts, connection errors) are settled for every item alike.
+// timeouts, connection errors) are settled for every item alike. The probe of a
+// half-open circuit carries one event; the rest go back to the queue.
 func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
 	dest := recs[0].Destination
 	if d.receivers.singleOnly(dest) {
@@ -89,6 +90,12 @@ func (d *Dispatcher) deliverBatch(ctx context.Context, recs []outbox.Record) {
 	}
 	if permit.Probe {
 		defer d.receivers.probe(dest)()
+		if len(recs) > 1 {
+			// A probe risks one event's attempt, not a batch's: through a long outage
+			// the same heads would otherwise spend their budget probe after probe.
+			d.release(ctx, recs[1:])
+			recs = recs[:1]
+		}
 	}
 	res, answers := d.sendBatch(ctx, recs)
 	settleCtx, cancel := settleContext(ctx)

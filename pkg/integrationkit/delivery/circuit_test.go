@@ -431,3 +431,43 @@ func behindAProbeNewEvents(t *testing.T, mode string) {
 	t.Logf("claims leaving the destination out over %v of new events: %d", window, n)
 	require.LessOrEqual(t, n, 2*(1+int(window/time.Second)), "a claim or two per request ended, hold lifted or second, not per new event")
 }
+
+// Batch mode: the probe of a half-open circuit carries one event, so a receiver that
+// stays down costs each probe one event's attempt, not a batch's.
+func TestBatchProbeCarriesOneEvent(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var sizes []int
+	recv := &batchReceiver{whole: []int{http.StatusServiceUnavailable}, seenKey: map[string]int{},
+		answer: func(key string, _ int) delivery.BatchAnswer {
+			return delivery.BatchAnswer{IdempotencyKey: key, Status: http.StatusOK}
+		}}
+	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if req, ok := batchOf(w, body); ok {
+			mu.Lock()
+			sizes = append(sizes, len(req.Items))
+			mu.Unlock()
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		recv.ServeHTTP(w, r)
+	}))
+	const batch = 10
+	b.enqueueEach(t, b.url, keys("k", 3*batch))
+	br := b.newBreaker(t, breaker.Config{Threshold: 1, Cooldown: time.Microsecond, ProbeLease: 30 * time.Second})
+	_, err := br.Failure(ctx, b.db, b.url, breaker.Permit{})
+	require.NoError(t, err)
+
+	cfg := batchMode(delivery.Config{Batch: batch, MaxAttempts: 10})
+	cfg.Backoff = backoff.Schedule{time.Millisecond}
+	b.runWith(t, cfg, delivery.Deps{Breaker: br})
+	b.observed.wait(t, 10*time.Second, "every event delivered", func(h *history) bool { return h.count(delivered(b.url)) == 3*batch })
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("request sizes: %v", sizes)
+	require.GreaterOrEqual(t, len(sizes), 3)
+	require.Equal(t, []int{1, 1}, sizes[:2], "the failed probe and the one that closed the circuit")
+	require.Equal(t, 1, b.count(t, "request_count > 1"), "one event spent an attempt on the failed probe")
+}
