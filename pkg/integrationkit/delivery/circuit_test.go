@@ -354,24 +354,8 @@ func TestAnotherReplicasProbeDefersOneClaim(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			b := newBundle(t)
-			ctx := context.Background()
-			b.serve(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 			const claim = 10
-			b.enqueueEach(t, b.url, keys("k", 5*claim))
-			br := b.newBreaker(t, breaker.Config{Threshold: 1, Cooldown: time.Microsecond, ProbeLease: 30 * time.Second})
-			_, err := br.Failure(ctx, b.db, b.url, breaker.Permit{})
-			require.NoError(t, err)
-			probe, err := br.Acquire(ctx, b.db, b.url) // another replica's probe: half-open for 30 s
-			require.NoError(t, err)
-			require.True(t, probe.Probe)
-
-			cfg := batchMode(delivery.Config{Batch: claim, Concurrency: 1, MaxAttempts: 10})
-			if mode == delivery.ModeSingle {
-				cfg.Mode, cfg.Concurrency = delivery.ModeSingle, claim // one claim of claim events
-			}
-			b.runWith(t, cfg, delivery.Deps{Breaker: br})
-			b.observed.wait(t, 10*time.Second, "one claim deferred behind the probe",
-				func(h *history) bool { return h.count(deferred(outbox.DeferredByCircuit)) >= claim })
+			behindAnotherReplicasProbe(t, b, mode, claim)
 			time.Sleep(500 * time.Millisecond) // within the hold: nothing more is claimed
 			require.Equal(t, claim, b.count(t, "deferred_by = 'circuit_open'"), "one claim deferred behind the probe")
 		})
@@ -387,49 +371,52 @@ func TestBehindAProbeNewEventsDoNotClaimEachTime(t *testing.T) {
 	for _, mode := range []string{delivery.ModeSingle, delivery.ModeBatch} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			behindAProbeNewEvents(t, mode)
+			b := newBundle(t)
+			var rec *pgtest.Recorder
+			b.db, rec = pgtest.OpenRecorded(t, b.dbURL)
+			behindAnotherReplicasProbe(t, b, mode, 10)
+			time.Sleep(50 * time.Millisecond) // the deferring requests end; the loop claims once more
+			claims := func() (n int) {
+				for _, sql := range rec.Take() {
+					if strings.Contains(sql, "destination = ANY") {
+						n++
+					}
+				}
+				return n
+			}
+			claims()
+			start := time.Now()
+			b.enqueueEach(t, b.url, keys("new", 40)) // 40 commits, 40 wake-ups
+			window := time.Since(start)
+			n := claims()
+			t.Logf("claims leaving the destination out over %v of new events: %d", window, n)
+			require.LessOrEqual(t, n, 2*(1+int(window/time.Second)), "a claim or two per request ended, hold lifted or second, not per new event")
 		})
 	}
 }
 
-func behindAProbeNewEvents(t *testing.T, mode string) {
-	b := newBundle(t)
-	var rec *pgtest.Recorder
-	b.db, rec = pgtest.OpenRecorded(t, b.dbURL)
+// behindAnotherReplicasProbe runs a dispatcher of mode over b, claiming claim events
+// at a time, with five claims' worth waiting for a destination whose circuit another
+// replica is probing (half-open for 30 s), and waits until one claim was deferred.
+func behindAnotherReplicasProbe(t *testing.T, b *bundle, mode string, claim int) {
+	t.Helper()
 	ctx := context.Background()
 	b.serve(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	const claim = 10
 	b.enqueueEach(t, b.url, keys("k", 5*claim))
 	br := b.newBreaker(t, breaker.Config{Threshold: 1, Cooldown: time.Microsecond, ProbeLease: 30 * time.Second})
 	_, err := br.Failure(ctx, b.db, b.url, breaker.Permit{})
 	require.NoError(t, err)
-	probe, err := br.Acquire(ctx, b.db, b.url) // another replica's probe: half-open for 30 s
+	probe, err := br.Acquire(ctx, b.db, b.url)
 	require.NoError(t, err)
 	require.True(t, probe.Probe)
 
 	cfg := batchMode(delivery.Config{Batch: claim, Concurrency: 1, MaxAttempts: 10})
 	if mode == delivery.ModeSingle {
-		cfg.Mode, cfg.Concurrency = delivery.ModeSingle, claim
+		cfg.Mode, cfg.Concurrency = delivery.ModeSingle, claim // one claim of claim events
 	}
 	b.runWith(t, cfg, delivery.Deps{Breaker: br})
-	b.observed.wait(t, 10*time.Second, "one claim deferred",
-		func(h *history) bool { return h.count(deferred(outbox.DeferredByCircuit)) == claim })
-	time.Sleep(50 * time.Millisecond) // the deferring requests end; the loop claims once more
-	claims := func() (n int) {
-		for _, sql := range rec.Take() {
-			if strings.Contains(sql, "destination = ANY") {
-				n++
-			}
-		}
-		return n
-	}
-	claims()
-	start := time.Now()
-	b.enqueueEach(t, b.url, keys("new", 40)) // 40 commits, 40 wake-ups
-	window := time.Since(start)
-	n := claims()
-	t.Logf("claims leaving the destination out over %v of new events: %d", window, n)
-	require.LessOrEqual(t, n, 2*(1+int(window/time.Second)), "a claim or two per request ended, hold lifted or second, not per new event")
+	b.observed.wait(t, 10*time.Second, "one claim deferred behind the probe",
+		func(h *history) bool { return h.count(deferred(outbox.DeferredByCircuit)) >= claim })
 }
 
 // Batch mode: the probe of a half-open circuit carries one event, so a receiver that
