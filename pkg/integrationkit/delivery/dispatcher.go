@@ -188,14 +188,14 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 		}
 		if !wait && !behind.idle(d) {
 			lingering = time.Time{}
-			finished := d.finished.Load()
-			recs, left, err := d.claim(ctx, limit)
+			before := leftOut{finished: d.finished.Load(), lifted: d.receivers.liftedCount()}
+			recs, leftSome, err := d.claim(ctx, limit)
 			if err != nil {
 				d.log.Error("claim failed", "err", err)
 			}
 			behind = leftOut{}
-			if len(recs) == 0 && left.any {
-				behind = leftOut{at: time.Now(), lifted: left.lifted, finished: finished}
+			if len(recs) == 0 && leftSome {
+				behind, behind.at = before, time.Now()
 			}
 			full = len(recs) == limit
 			for _, j := range d.jobs(recs) {
@@ -216,7 +216,7 @@ func (d *Dispatcher) loop(ctx, hard context.Context, slots chan struct{}, inflig
 
 // leftOut is a claim that found nothing due but the events it left in the queue
 // (those of destinations behind a probe): lifted and finished were the counts of
-// probes ended and holds lifted, and of jobs ended, when it was made.
+// probes ended and holds lifted, and of jobs ended, just before it was made.
 type leftOut struct {
 	at       time.Time
 	lifted   uint64
@@ -232,33 +232,25 @@ func (l leftOut) idle(d *Dispatcher) bool {
 		d.finished.Load() == l.finished && d.receivers.liftedCount() == l.lifted
 }
 
-// leftList is what a claim left in the queue: any destinations, and the receivers'
-// lifted count when the list was taken.
-type leftList struct {
-	any    bool
-	lifted uint64
-}
-
-// claim leases up to limit events, none of the destinations whose probe is out. The
-// statement is not cancelled by a shutdown: a cancelled claim may still have
+// claim leases up to limit events, none of the destinations whose probe is out
+// (leftSome: there were such destinations). The statement is not cancelled by a shutdown: a cancelled claim may still have
 // committed on the server and left leases nobody works on. Events claimed as the
 // shutdown began are released at once instead.
-func (d *Dispatcher) claim(ctx context.Context, limit int) ([]outbox.Record, leftList, error) {
+func (d *Dispatcher) claim(ctx context.Context, limit int) (recs []outbox.Record, leftSome bool, err error) {
 	claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	except, lifted := d.receivers.unclaimable()
-	left := leftList{any: len(except) > 0, lifted: lifted}
-	recs, err := d.store.ClaimExcept(claimCtx, d.db, d.cfg.Owner, limit, d.cfg.Lease, except)
+	except := d.receivers.unclaimable()
+	recs, err = d.store.ClaimExcept(claimCtx, d.db, d.cfg.Owner, limit, d.cfg.Lease, except)
 	if err != nil {
-		return nil, left, err
+		return nil, len(except) > 0, err
 	}
 	d.traceClaim(recs, start, time.Now())
 	if ctx.Err() != nil {
 		d.release(claimCtx, recs)
-		return nil, left, nil
+		return nil, len(except) > 0, nil
 	}
-	return recs, left, nil
+	return recs, len(except) > 0, nil
 }
 
 // job is a unit of work on one request slot: the slot comes back, and the loop is

@@ -60,10 +60,8 @@ func (r *receivers) unhold(dest string) {
 }
 
 // unclaimable lists the destinations whose events a claim now leaves in the queue:
-// those probed by this replica, and those held for another's probe; lifted counts the
-// probes ended and holds lifted so far, so a caller can tell whether the list may
-// have shrunk since.
-func (r *receivers) unclaimable() (out []string, lifted uint64) {
+// those probed by this replica, and those held for another's probe.
+func (r *receivers) unclaimable() (out []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for dest := range r.probing {
@@ -79,10 +77,11 @@ func (r *receivers) unclaimable() (out []string, lifted uint64) {
 			out = append(out, dest)
 		}
 	}
-	return out, r.lifted
+	return out
 }
 
-// liftedCount is unclaimable's count alone.
+// liftedCount counts the probes ended and holds lifted so far: while it stays the
+// same, the list unclaimable gives has not shrunk.
 func (r *receivers) liftedCount() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
