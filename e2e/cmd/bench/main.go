@@ -62,7 +62,7 @@ var (
 		ClaimSamples: 1000, DrainTimeout: 15 * time.Minute,
 		River: []riverSetting{{16, 0}, {16, 10 * time.Millisecond}, {100, 0}, {100, 10 * time.Millisecond}}}
 	shortPlan = plan{Ceiling: 1500 * time.Millisecond, Saturation: 5 * time.Second, Warmup: time.Second,
-		Latency: 2500 * time.Millisecond, Backlog: 3_000, Scaling: 1_500, History: 100_000, Pending: 10_000,
+		Latency: 2500 * time.Millisecond, Backlog: 3_000, Scaling: 1_500, History: 50_000, Pending: 4_000,
 		ClaimSamples: 100, DrainTimeout: 90 * time.Second,
 		River: []riverSetting{{100, 10 * time.Millisecond}}} // best of the sweep at 1,500 events, two cores
 )
@@ -75,8 +75,8 @@ type config struct {
 	phases map[string]bool
 	clerks int
 	vars   map[string]string
-	// analyze is the stand-in analyzer's interval when the server's autovacuum is
-	// off (0: none).
+	// analyze is how often the stand-in analyzer looks for tables autovacuum would
+	// analyze, when the server's autovacuum is off (0: never).
 	analyze time.Duration
 	logs    string
 	admin   string
@@ -99,7 +99,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&modes, "modes", "single,batch", "delivery modes to measure end to end")
 	fs.StringVar(&phases, "phases", strings.Join(phaseNames, ","), "phases to run besides each mode's saturation")
 	fs.IntVar(&c.clerks, "clerks", 16, "closed-loop clerks, and the ceiling's workers")
-	fs.DurationVar(&c.analyze, "autoanalyze", 5*time.Second, "when the server runs with autovacuum off, ANALYZE both services' databases this often, as autovacuum would (0: never)")
+	fs.DurationVar(&c.analyze, "autoanalyze", 5*time.Second, "when the server runs with autovacuum off, look this often for tables of the databases measured that autovacuum would analyze (past 50 + 10 % of their rows changed), and analyze them (0: never)")
 	fs.StringVar(&c.logs, "logs", "", "directory to write every service's log into (none when empty)")
 	fs.BoolVar(&c.compare, "compare", false, "compare two runs' JSON instead of running: bench -compare OLD.json NEW.json")
 	c.vars = map[string]string{}

@@ -24,8 +24,9 @@ type Result struct {
 	Seconds float64   `json:"seconds"`
 	Machine Machine   `json:"machine"`
 	Clerks  int       `json:"clerks"`
-	// Autoanalyze is how often the benchmark ran ANALYZE on the services' databases
-	// in place of a server whose autovacuum is off ("0s": never).
+	// Autoanalyze is how often the benchmark looked for tables autovacuum would
+	// analyze, and analyzed them, in place of a server whose autovacuum is off ("0s":
+	// never).
 	Autoanalyze string `json:"autoanalyze"`
 	// Vars are environment variables -set gave every service process.
 	Vars    map[string]string `json:"vars,omitempty"`
@@ -128,7 +129,7 @@ func writeTable(w io.Writer, r *Result) {
 		"but LOG_LEVEL=warn, DISPATCH_BACKOFF=1s,2s,4s, BREAKER_COOLDOWN=1s; %s. Run took %.0f s.\n",
 		r.Clerks, delivery.DefaultBatch, delivery.SingleConcurrency, delivery.BatchConcurrency, varsNote(r.Vars), r.Seconds)
 	if r.Autoanalyze != "0s" && r.Autoanalyze != "" {
-		fmt.Fprintf(w, "The server runs with autovacuum off: the benchmark ANALYZEs the services' databases every %s in its stead (never in the claim rows' databases).\n", r.Autoanalyze)
+		fmt.Fprintf(w, "The server runs with autovacuum off: every %s the benchmark analyzes each table of the databases measured that autovacuum would (more rows changed since its last analyze than autovacuum_analyze_threshold + autovacuum_analyze_scale_factor × its rows), never in the claim rows' databases.\n", r.Autoanalyze)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "| # | measure |")
