@@ -33,6 +33,7 @@ import (
 
 	"handoff/e2e/harness"
 	"handoff/pkg/integrationkit/command"
+	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
@@ -208,9 +209,9 @@ func run(ctx context.Context, args, _ []string, stdout, stderr io.Writer) error 
 	return err
 }
 
-// measureAll runs the ceiling, the claim latencies, every mode's end-to-end runs and
-// the River baseline (when baseline, its binary, is set), then the producer ceiling
-// once more.
+// measureAll runs the ceiling, the claim latencies, every mode's end-to-end runs with
+// the River baseline (when baseline, its binary, is set) beside single mode's drains,
+// then the producer ceiling once more.
 func measureAll(ctx context.Context, cl *cluster, bin, baseline string, cfg config, res *Result, progress logf) error {
 	var rig *ceilingRig
 	if cfg.phases["ceiling"] {
@@ -232,14 +233,22 @@ func measureAll(ctx context.Context, cl *cluster, bin, baseline string, cfg conf
 			return err
 		}
 	}
+	// River drains right after single mode's one-dispatcher drain, the row it is
+	// compared with, so that both meet the machine in the same minutes (its speed
+	// drifts within a run); at the end when single mode's drains do not run.
+	river := func() { res.River = measureRiver(ctx, cl, bin, baseline, cfg, progress) }
 	for _, mode := range cfg.modes {
-		res.Modes = append(res.Modes, runMode(ctx, cl, bin, mode, cfg, progress))
+		var beside func()
+		if baseline != "" && res.River == nil && mode == delivery.ModeSingle {
+			beside = river
+		}
+		res.Modes = append(res.Modes, runMode(ctx, cl, bin, mode, cfg, progress, beside))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
-	if baseline != "" {
-		res.River = measureRiver(ctx, cl, bin, baseline, cfg, progress)
+	if baseline != "" && res.River == nil {
+		river()
 	}
 	if rig == nil {
 		return nil
@@ -249,9 +258,9 @@ func measureAll(ctx context.Context, cl *cluster, bin, baseline string, cfg conf
 }
 
 // runMode starts a pair of services delivering in mode and runs every end-to-end
-// phase; what failed is recorded in the result, not returned, so the other mode
-// still runs.
-func runMode(ctx context.Context, cl *cluster, bin, mode string, cfg config, progress logf) ModeResult {
+// phase, and beside (when not nil) right after the one-dispatcher drain; what failed
+// is recorded in the result, not returned, so the other mode still runs.
+func runMode(ctx context.Context, cl *cluster, bin, mode string, cfg config, progress logf, beside func()) ModeResult {
 	r := ModeResult{Mode: mode}
 	progress("%s: starting logistics and finance on fresh databases", mode)
 	e, err := startEnv(ctx, cl, bin, mode, cfg.vars)
@@ -265,6 +274,7 @@ func runMode(ctx context.Context, cl *cluster, bin, mode string, cfg config, pro
 		return r
 	}
 	defer e.close()
+	e.beside = beside
 	if cfg.analyze > 0 {
 		e.analyzeEvery(cfg.analyze)
 	}
@@ -333,6 +343,9 @@ func (e *env) measureDrains(ctx context.Context, cfg config, r *ModeResult, prog
 			r.Scaling = append(r.Scaling, d)
 			if err != nil {
 				return err
+			}
+			if n == 1 && e.beside != nil {
+				e.beside()
 			}
 		}
 	}

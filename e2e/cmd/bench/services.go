@@ -35,6 +35,9 @@ type env struct {
 	fdb, ldb   *pgxpool.Pool
 	dbNames    []string
 	stop       func() // stops the analyzer, if any
+	// beside, when set, runs right after the one-dispatcher drain of the scaling
+	// phase: another drainer measured within the same minutes of the machine.
+	beside func()
 }
 
 // errBatchUnavailable means logistics has no batch endpoint yet.
