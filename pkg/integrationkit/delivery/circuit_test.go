@@ -350,16 +350,13 @@ func TestBatchBehindAProbeDefersOneBatch(t *testing.T) {
 // not the backlog, in either mode.
 func TestAnotherReplicasProbeDefersOneClaim(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{delivery.ModeSingle, delivery.ModeBatch} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			b := newBundle(t)
-			const claim = 10
-			behindAnotherReplicasProbe(t, b, mode, claim)
-			time.Sleep(500 * time.Millisecond) // within the hold: nothing more is claimed
-			require.Equal(t, claim, b.count(t, "deferred_by = 'circuit_open'"), "one claim deferred behind the probe")
-		})
-	}
+	eachMode(t, func(t *testing.T, mode string) {
+		b := newBundle(t)
+		const claim = 10
+		behindAnotherReplicasProbe(t, b, mode, claim)
+		time.Sleep(500 * time.Millisecond) // within the hold: nothing more is claimed
+		require.Equal(t, claim, b.count(t, "deferred_by = 'circuit_open'"), "one claim deferred behind the probe")
+	})
 }
 
 // Behind another replica's probe, with the destination's backlog all there is, new
@@ -368,31 +365,28 @@ func TestAnotherReplicasProbeDefersOneClaim(t *testing.T) {
 // probeHold has passed.
 func TestBehindAProbeNewEventsDoNotClaimEachTime(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{delivery.ModeSingle, delivery.ModeBatch} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			b := newBundle(t)
-			var rec *pgtest.Recorder
-			b.db, rec = pgtest.OpenRecorded(t, b.dbURL)
-			behindAnotherReplicasProbe(t, b, mode, 10)
-			time.Sleep(50 * time.Millisecond) // the deferring requests end; the loop claims once more
-			claims := func() (n int) {
-				for _, sql := range rec.Take() {
-					if strings.Contains(sql, "destination = ANY") {
-						n++
-					}
+	eachMode(t, func(t *testing.T, mode string) {
+		b := newBundle(t)
+		var rec *pgtest.Recorder
+		b.db, rec = pgtest.OpenRecorded(t, b.dbURL)
+		behindAnotherReplicasProbe(t, b, mode, 10)
+		time.Sleep(50 * time.Millisecond) // the deferring requests end; the loop claims once more
+		claims := func() (n int) {
+			for _, sql := range rec.Take() {
+				if strings.Contains(sql, "destination = ANY") {
+					n++
 				}
-				return n
 			}
-			claims()
-			start := time.Now()
-			b.enqueueEach(t, b.url, keys("new", 40)) // 40 commits, 40 wake-ups
-			window := time.Since(start)
-			n := claims()
-			t.Logf("claims leaving the destination out over %v of new events: %d", window, n)
-			require.LessOrEqual(t, n, 2*(1+int(window/time.Second)), "a claim or two per request ended, hold lifted or second, not per new event")
-		})
-	}
+			return n
+		}
+		claims()
+		start := time.Now()
+		b.enqueueEach(t, b.url, keys("new", 40)) // 40 commits, 40 wake-ups
+		window := time.Since(start)
+		n := claims()
+		t.Logf("claims leaving the destination out over %v of new events: %d", window, n)
+		require.LessOrEqual(t, n, 2*(1+int(window/time.Second)), "a claim or two per request ended, hold lifted or second, not per new event")
+	})
 }
 
 // behindAnotherReplicasProbe runs a dispatcher of mode over b, claiming claim events

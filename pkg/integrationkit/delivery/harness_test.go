@@ -267,3 +267,13 @@ func (b *bundle) waitSettled(t *testing.T, within time.Duration) []row {
 	b.observed.waitFinal(t, within, since, pending)
 	return b.rows(t)
 }
+
+// eachMode runs test once per delivery mode, as parallel subtests named by the mode.
+func eachMode(t *testing.T, test func(t *testing.T, mode string)) {
+	for _, mode := range []string{delivery.ModeSingle, delivery.ModeBatch} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			test(t, mode)
+		})
+	}
+}

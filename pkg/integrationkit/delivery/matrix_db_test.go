@@ -156,50 +156,47 @@ func vacuumedDeadTuples(t *testing.T, b *bundle) int64 {
 // implicit transaction.)
 func TestNoTransactionIsOpenDuringThePost(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{delivery.ModeSingle, delivery.ModeBatch} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			b := newBundle(t)
-			arrived := make(chan struct{}, 16)
-			release := make(chan struct{})
-			var once sync.Once
-			b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				arrived <- struct{}{}
-				select {
-				case <-release:
-				case <-r.Context().Done():
-				}
-				acceptAll(w, r, body)
-			}))
-			t.Cleanup(func() { once.Do(func() { close(release) }) })
-			for i := range 3 {
-				b.enqueue(t, fmt.Sprintf("agg-%d", i), 1)
-			}
-			b.runWith(t, delivery.Config{Mode: mode}, delivery.Deps{Breaker: b.newBreaker(t, breaker.Config{})})
-
+	eachMode(t, func(t *testing.T, mode string) {
+		ctx := context.Background()
+		b := newBundle(t)
+		arrived := make(chan struct{}, 16)
+		release := make(chan struct{})
+		var once sync.Once
+		b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			arrived <- struct{}{}
 			select {
-			case <-arrived:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no request arrived")
+			case <-release:
+			case <-r.Context().Done():
 			}
-			for range 50 {
-				// Every session of this test's database but this one is the dispatcher's
-				// (how many it holds at an instant depends on its pool and the server's
-				// load, so only the idle transactions are counted).
-				var idleInTx int
-				require.NoError(t, b.db.NewRaw(`SELECT count(*) FILTER (WHERE state LIKE 'idle in transaction%')
-					FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
-					AND pid <> pg_backend_pid()`).Scan(ctx, &idleInTx))
-				require.Zero(t, idleInTx, "no transaction is held open while the request waits")
-			}
-			once.Do(func() { close(release) })
-			for _, r := range b.waitSettled(t, 10*time.Second) {
-				require.Equal(t, outbox.StatusDelivered, r.Status)
-			}
-		})
-	}
+			acceptAll(w, r, body)
+		}))
+		t.Cleanup(func() { once.Do(func() { close(release) }) })
+		for i := range 3 {
+			b.enqueue(t, fmt.Sprintf("agg-%d", i), 1)
+		}
+		b.runWith(t, delivery.Config{Mode: mode}, delivery.Deps{Breaker: b.newBreaker(t, breaker.Config{})})
+
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no request arrived")
+		}
+		for range 50 {
+			// Every session of this test's database but this one is the dispatcher's
+			// (how many it holds at an instant depends on its pool and the server's
+			// load, so only the idle transactions are counted).
+			var idleInTx int
+			require.NoError(t, b.db.NewRaw(`SELECT count(*) FILTER (WHERE state LIKE 'idle in transaction%')
+				FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
+				AND pid <> pg_backend_pid()`).Scan(ctx, &idleInTx))
+			require.Zero(t, idleInTx, "no transaction is held open while the request waits")
+		}
+		once.Do(func() { close(release) })
+		for _, r := range b.waitSettled(t, 10*time.Second) {
+			require.Equal(t, outbox.StatusDelivered, r.Status)
+		}
+	})
 }
 
 // NOTIFY is only a wake-up: it carries no payload, so an event of any size (here

@@ -145,37 +145,34 @@ func one(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStu
 // A batch of one is traced as a single event.
 func TestDeliveryContinuesTheWritersTrace(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{delivery.ModeSingle, delivery.ModeBatch} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			b := setupTrace(t)
-			req := b.request(t, "agg-1")
-			var stored string
-			require.NoError(t, b.db.NewRaw(`SELECT traceparent FROM kit_outbox`).Scan(context.Background(), &stored))
-			b.deliver(t, mode, b.tp)
+	eachMode(t, func(t *testing.T, mode string) {
+		b := setupTrace(t)
+		req := b.request(t, "agg-1")
+		var stored string
+		require.NoError(t, b.db.NewRaw(`SELECT traceparent FROM kit_outbox`).Scan(context.Background(), &stored))
+		b.deliver(t, mode, b.tp)
 
-			spans := b.waitFor(t, "delivery.deliver", 1)
-			enqueue, claim := one(t, spans, "outbox.enqueue"), one(t, spans, "outbox.claim")
-			deliver, send := one(t, spans, "delivery.deliver"), one(t, spans, "delivery.send")
-			settle, receive := one(t, spans, "outbox.settle"), one(t, spans, "receive")
-			for _, s := range []tracetest.SpanStub{enqueue, claim, deliver, send, settle, receive} {
-				require.Equal(t, req.TraceID(), s.SpanContext.TraceID(), "%s is in the request's trace", s.Name)
-			}
-			require.Equal(t, req.SpanID(), enqueue.Parent.SpanID())
-			require.Equal(t, enqueue.SpanContext.SpanID(), claim.Parent.SpanID())
-			require.Equal(t, enqueue.SpanContext.SpanID(), deliver.Parent.SpanID())
-			require.Equal(t, deliver.SpanContext.SpanID(), send.Parent.SpanID())
-			require.Equal(t, deliver.SpanContext.SpanID(), settle.Parent.SpanID())
-			require.Equal(t, send.SpanContext.SpanID(), receive.Parent.SpanID(), "the receiver continues the send span")
-			require.True(t, receive.Parent.IsRemote())
-			require.Equal(t, trace.SpanKindClient, send.SpanKind)
+		spans := b.waitFor(t, "delivery.deliver", 1)
+		enqueue, claim := one(t, spans, "outbox.enqueue"), one(t, spans, "outbox.claim")
+		deliver, send := one(t, spans, "delivery.deliver"), one(t, spans, "delivery.send")
+		settle, receive := one(t, spans, "outbox.settle"), one(t, spans, "receive")
+		for _, s := range []tracetest.SpanStub{enqueue, claim, deliver, send, settle, receive} {
+			require.Equal(t, req.TraceID(), s.SpanContext.TraceID(), "%s is in the request's trace", s.Name)
+		}
+		require.Equal(t, req.SpanID(), enqueue.Parent.SpanID())
+		require.Equal(t, enqueue.SpanContext.SpanID(), claim.Parent.SpanID())
+		require.Equal(t, enqueue.SpanContext.SpanID(), deliver.Parent.SpanID())
+		require.Equal(t, deliver.SpanContext.SpanID(), send.Parent.SpanID())
+		require.Equal(t, deliver.SpanContext.SpanID(), settle.Parent.SpanID())
+		require.Equal(t, send.SpanContext.SpanID(), receive.Parent.SpanID(), "the receiver continues the send span")
+		require.True(t, receive.Parent.IsRemote())
+		require.Equal(t, trace.SpanKindClient, send.SpanKind)
 
-			require.Equal(t, "00-"+req.TraceID().String()+"-"+enqueue.SpanContext.SpanID().String()+"-01", stored,
-				"the row keeps the outbox.enqueue span's context")
-			require.Equal(t, []string{"00-" + req.TraceID().String() + "-" + send.SpanContext.SpanID().String() + "-01"},
-				b.traceparents())
-		})
-	}
+		require.Equal(t, "00-"+req.TraceID().String()+"-"+enqueue.SpanContext.SpanID().String()+"-01", stored,
+			"the row keeps the outbox.enqueue span's context")
+		require.Equal(t, []string{"00-" + req.TraceID().String() + "-" + send.SpanContext.SpanID().String() + "-01"},
+			b.traceparents())
+	})
 }
 
 // A batch of events from two traces starts a trace of its own that links to each
