@@ -68,3 +68,43 @@ func TestWorkSendsASignedEnvelope(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &env))
 	require.Equal(t, delivery.Envelope{ID: args.ID, Type: args.Type, OccurredAt: at, Sequence: 1, Data: args.Data}, env)
 }
+
+// The wait ends at the last completion of an event job, counts no other kind, and
+// ends at once, with an error, on a discarded job or a closed subscription.
+func TestWaitCompleted(t *testing.T) {
+	t.Parallel()
+	ev := func(kind river.EventKind, jobKind string, state rivertype.JobState) *river.Event {
+		return &river.Event{Kind: kind, Job: &rivertype.JobRow{ID: 7, Kind: jobKind, State: state}}
+	}
+	done := ev(river.EventKindJobCompleted, eventKind, rivertype.JobStateCompleted)
+	for _, tc := range []struct {
+		name   string
+		events []*river.Event
+		close  bool
+		err    string
+	}{
+		{name: "all completed", events: []*river.Event{done, done}},
+		{name: "a retry is not the end", events: []*river.Event{
+			ev(river.EventKindJobFailed, eventKind, rivertype.JobStateRetryable), done, done}},
+		{name: "other kinds are not counted", close: true, err: "1 of 2 jobs completed", events: []*river.Event{
+			ev(river.EventKindJobCompleted, "warmup", rivertype.JobStateCompleted), done}},
+		{name: "discarded", err: "job 7 discarded", events: []*river.Event{
+			ev(river.EventKindJobFailed, eventKind, rivertype.JobStateDiscarded)}},
+		{name: "cancelled", err: "job 7 cancelled", events: []*river.Event{
+			ev(river.EventKindJobCancelled, eventKind, rivertype.JobStateCancelled)}},
+	} {
+		ch := make(chan *river.Event, len(tc.events))
+		for _, e := range tc.events {
+			ch <- e
+		}
+		if tc.close {
+			close(ch)
+		}
+		err := waitCompleted(context.Background(), ch, 2)
+		if tc.err == "" {
+			require.NoError(t, err, tc.name)
+			continue
+		}
+		require.ErrorContains(t, err, tc.err, tc.name)
+	}
+}

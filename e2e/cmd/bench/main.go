@@ -77,8 +77,10 @@ type config struct {
 	clerks int
 	vars   map[string]string
 	// analyze is how often the stand-in analyzer looks for tables autovacuum would
-	// analyze, when the server's autovacuum is off (0: never).
+	// analyze, when the server's autovacuum is off (0: never); naptime says to take
+	// the server's autovacuum_naptime instead.
 	analyze time.Duration
+	naptime bool
 	logs    string
 	admin   string
 	plan    plan
@@ -100,7 +102,18 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&modes, "modes", "single,batch", "delivery modes to measure end to end")
 	fs.StringVar(&phases, "phases", strings.Join(phaseNames, ","), "phases to run besides each mode's saturation")
 	fs.IntVar(&c.clerks, "clerks", 16, "closed-loop clerks, and the ceiling's workers")
-	fs.DurationVar(&c.analyze, "autoanalyze", 5*time.Second, "when the server runs with autovacuum off, look this often for tables of the databases measured that autovacuum would analyze (past 50 + 10 % of their rows changed), and analyze them (0: never)")
+	c.naptime = true
+	fs.Func("autoanalyze", "when the server runs with autovacuum off, look this often for tables of the databases measured that autovacuum would analyze (past 50 + 10 % of their rows changed), and analyze them: a duration, 0 (never), or naptime, the server's autovacuum_naptime, as often as autovacuum would look (default naptime)", func(v string) error {
+		if c.naptime = v == "naptime"; c.naptime {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("want naptime, 0 or a positive duration, got %q", v)
+		}
+		c.analyze = d
+		return nil
+	})
 	fs.StringVar(&c.logs, "logs", "", "directory to write every service's log into (none when empty)")
 	fs.BoolVar(&c.compare, "compare", false, "compare two runs' JSON instead of running: bench -compare OLD.json NEW.json")
 	c.vars = map[string]string{}
@@ -170,10 +183,18 @@ func run(ctx context.Context, args, _ []string, stdout, stderr io.Writer) error 
 	if res.Machine, err = describeMachine(ctx, cfg.admin); err != nil {
 		return err
 	}
-	if res.Machine.setting("autovacuum") != "off" {
+	switch {
+	case res.Machine.setting("autovacuum") != "off":
 		cfg.analyze = 0 // the server's own autovacuum keeps the statistics
+	case cfg.naptime:
+		if cfg.analyze, err = naptime(ctx, cfg.admin); err != nil {
+			return err
+		}
 	}
 	res.Autoanalyze = cfg.analyze.String()
+	if cfg.naptime && cfg.analyze > 0 {
+		res.Autoanalyze += " (the server's autovacuum_naptime)"
+	}
 	progress("building the binaries")
 	baseline, riverBuilt := startRiverBuild(ctx, cfg)
 	if baseline != "" {
