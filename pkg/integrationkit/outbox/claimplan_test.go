@@ -1,0 +1,66 @@
+package outbox_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A burst that arrives after the outbox was analyzed while nothing was pending (the
+// statistics then say the burst is one row), and after an outage's deferrals bloated
+// the due index, is still claimed through the due index in its order: the claim
+// neither reads the index of pending events by creation time nor sorts the backlog.
+func TestClaimWalksTheDueIndexWhateverTheStatistics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.db.SetMaxOpenConns(1) // one backend: its statistics are flushed on request
+	exec := func(sql string) {
+		t.Helper()
+		_, err := b.db.ExecContext(b.ctx, sql)
+		require.NoError(t, err)
+	}
+	insert := func(prefix string, n int) {
+		exec(`INSERT INTO kit_outbox (id, event_type, payload, idempotency_key, destination, aggregate_key, aggregate_seq)
+			SELECT gen_random_uuid(), 'invoice.paid', '{}', '` + prefix + `' || g, 'http://x', '` + prefix + `' || g / 2, g % 2 + 1
+			FROM generate_series(1, ` + fmt.Sprint(n) + `) AS g`)
+	}
+	insert("history", 20000)
+	exec(`UPDATE kit_outbox SET next_attempt_at = now() + random() * interval '1 minute'`) // deferrals
+	exec(`UPDATE kit_outbox SET next_attempt_at = now() + random() * interval '1 minute'`)
+	exec(`UPDATE kit_outbox SET delivery_status = 'delivered', delivered_at = now()`)
+	exec(`VACUUM ANALYZE kit_outbox`)
+	insert("burst", 4000)
+
+	scans := func() (due, byCreation int64) {
+		t.Helper()
+		exec(`SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT
+			sum(idx_scan) FILTER (WHERE indexrelname = 'kit_outbox_due_idx'),
+			sum(idx_scan) FILTER (WHERE indexrelname = 'kit_outbox_pending_created_idx')
+			FROM pg_stat_user_indexes WHERE relname = 'kit_outbox'`).Scan(&due, &byCreation))
+		return due, byCreation
+	}
+	due0, created0 := scans()
+	recs, err := b.store.Claim(b.ctx, b.db, "test", 50, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, recs, 50)
+	due1, created1 := scans()
+	require.Equal(t, created0, created1, "the claim read the index by creation time")
+	require.Greater(t, due1, due0, "the claim did not read the due index")
+
+	var sorts string
+	require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT current_setting('enable_sort')`).Scan(&sorts))
+	require.Equal(t, "on", sorts, "the claim's setting outlived it")
+
+	// In the caller's transaction the claim restores the setting it found.
+	tx, err := b.db.BeginTx(b.ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	recs, err = b.store.Claim(b.ctx, tx, "test", 50, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, recs, 50)
+	require.NoError(t, tx.QueryRowContext(b.ctx, `SELECT current_setting('enable_sort')`).Scan(&sorts))
+	require.Equal(t, "on", sorts, "the claim's setting outlived it in the caller's transaction")
+}
