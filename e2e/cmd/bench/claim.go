@@ -84,8 +84,8 @@ func (c *claimDB) sample(ctx context.Context, p plan, batch int, row ClaimRow, o
 // p.History delivered rows added; each after VACUUM ANALYZE; then on the same rows
 // with statistics taken while nothing was pending (a queue analyzed when idle, then
 // hit by a burst); last, p.Pending rows in an outbox never analyzed (autovacuum off).
-// Every sample runs in a transaction that is rolled back, so each one claims the
-// same head of the queue.
+// Every sample's leases are released after it, so each one claims the same head of
+// the queue.
 func measureClaim(ctx context.Context, cl *cluster, p plan, batch int) (Claim, error) {
 	c := Claim{Batch: batch, Samples: p.ClaimSamples}
 	cdb, err := openClaimDB(ctx, cl, "claim")
@@ -163,21 +163,18 @@ func staleStatistics(ctx context.Context, pool *pgxpool.Pool, pending int) error
 	return err
 }
 
-// sampleClaims runs n claims of batch events, each in a rolled-back transaction, and
-// returns how many events the last one claimed and the latency of the statement.
+// sampleClaims runs n claims of batch events as the dispatcher makes them, each
+// released after it (untimed), and returns how many events the last one claimed and
+// the latency of the claim.
 func sampleClaims(ctx context.Context, db *bun.DB, store *outbox.Store, batch, n int) (int, Dist, error) {
 	lat := make([]time.Duration, 0, n)
 	claimed := 0
 	for range n {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return 0, Dist{}, fmt.Errorf("claim sample: %w", err)
-		}
 		start := time.Now()
-		recs, err := store.Claim(ctx, tx, "bench", batch, 30*time.Second)
+		recs, err := store.Claim(ctx, db, "bench", batch, 30*time.Second)
 		lat = append(lat, time.Since(start))
-		if rbErr := tx.Rollback(); err == nil && rbErr != nil {
-			err = rbErr
+		if err == nil {
+			err = store.Release(ctx, db, recs...)
 		}
 		if err != nil {
 			return 0, Dist{}, fmt.Errorf("claim sample: %w", err)

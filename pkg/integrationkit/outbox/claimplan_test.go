@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 )
 
 // A burst that arrives after the outbox was analyzed while nothing was pending (the
@@ -26,6 +27,7 @@ func TestClaimWalksTheDueIndexWhateverTheStatistics(t *testing.T) {
 			SELECT gen_random_uuid(), 'invoice.paid', '{}', '` + prefix + `' || g, 'http://x', '` + prefix + `' || g / 2, g % 2 + 1
 			FROM generate_series(1, ` + fmt.Sprint(n) + `) AS g`)
 	}
+	exec(`ALTER TABLE kit_outbox SET (autovacuum_enabled = false)`) // the statistics stay stale
 	insert("history", 20000)
 	exec(`UPDATE kit_outbox SET next_attempt_at = now() + random() * interval '1 minute'`) // deferrals
 	exec(`UPDATE kit_outbox SET next_attempt_at = now() + random() * interval '1 minute'`)
@@ -42,25 +44,30 @@ func TestClaimWalksTheDueIndexWhateverTheStatistics(t *testing.T) {
 			FROM pg_stat_user_indexes WHERE relname = 'kit_outbox'`).Scan(&due, &byCreation))
 		return due, byCreation
 	}
-	due0, created0 := scans()
-	recs, err := b.store.Claim(b.ctx, b.db, "test", 50, time.Minute)
-	require.NoError(t, err)
-	require.Len(t, recs, 50)
-	due1, created1 := scans()
-	require.Equal(t, created0, created1, "the claim read the index by creation time")
-	require.Greater(t, due1, due0, "the claim did not read the due index")
-
-	var sorts string
-	require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT current_setting('enable_sort')`).Scan(&sorts))
-	require.Equal(t, "on", sorts, "the claim's setting outlived it")
-
-	// In the caller's transaction the claim restores the setting it found.
-	tx, err := b.db.BeginTx(b.ctx, nil)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback() }()
-	recs, err = b.store.Claim(b.ctx, tx, "test", 50, time.Minute)
-	require.NoError(t, err)
-	require.Len(t, recs, 50)
-	require.NoError(t, tx.QueryRowContext(b.ctx, `SELECT current_setting('enable_sort')`).Scan(&sorts))
-	require.Equal(t, "on", sorts, "the claim's setting outlived it in the caller's transaction")
+	// claimed claims through the handle begin returns (a transaction or the database)
+	// and checks which indexes the claim read.
+	claimed := func(begin func() bun.IDB) {
+		t.Helper()
+		due0, created0 := scans()
+		db := begin()
+		recs, err := b.store.Claim(b.ctx, db, "test", 50, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, recs, 50)
+		var sorts string
+		require.NoError(t, db.QueryRowContext(b.ctx, `SELECT current_setting('enable_sort')`).Scan(&sorts))
+		require.Equal(t, "on", sorts, "the claim's setting outlived it")
+		if tx, ok := db.(bun.Tx); ok {
+			require.NoError(t, tx.Rollback())
+		}
+		due1, created1 := scans()
+		require.Equal(t, created0, created1, "the claim read the index by creation time")
+		require.Greater(t, due1, due0, "the claim did not read the due index")
+	}
+	claimed(func() bun.IDB { return b.db })
+	// In the caller's transaction too, where the claim restores the setting it found.
+	claimed(func() bun.IDB {
+		tx, err := b.db.BeginTx(b.ctx, nil)
+		require.NoError(t, err)
+		return tx
+	})
 }

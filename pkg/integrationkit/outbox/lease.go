@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -60,9 +62,10 @@ var ErrLeaseLost = errors.New("outbox: lease lost to another dispatcher")
 //     subquery instead gets a selectivity guess that sorts the whole backlog.
 //   - The claim runs with enable_sort off (claimUnsorted). For "one row" any index of
 //     pending rows looks as cheap as the due index, and PostgreSQL took the one by
-//     creation time and sorted what it read: the whole backlog at each claim (50,000
-//     buffers for a claim of 50 in a 20,000-event burst after an outage had bloated
-//     the due index). With sorts off the due index's order is the only cheap one.
+//     creation time and sorted what it read: the whole backlog at each claim (20,000
+//     buffers for a claim of about 20, in a 20,000-event burst after an outage had
+//     bloated the due index). With sorts off the due index's order is the only cheap
+//     one.
 func (s *Store) Claim(ctx context.Context, db bun.IDB, owner string, limit int, lease time.Duration) ([]Record, error) {
 	return s.ClaimExcept(ctx, db, owner, limit, lease, nil)
 }
@@ -86,21 +89,41 @@ func (s *Store) ClaimExcept(ctx context.Context, db bun.IDB, owner string, limit
 // sortsOff turns sorts off until the end of the transaction.
 const sortsOff = `SELECT set_config('enable_sort', 'off', true)`
 
-// claimUnsorted runs the claim query with enable_sort off. On a *bun.DB the setting
-// and the claim go in one round trip, a pipeline PostgreSQL runs as one implicit
-// transaction: the setting ends with it, and no transaction ever waits on the client.
-// In a caller's transaction the setting is restored after the claim.
-func claimUnsorted(ctx context.Context, db bun.IDB, query string, args []any) (recs []Record, err error) {
-	bdb, own := db.(*bun.DB)
-	if !own {
+// claimUnsorted runs the claim query with enable_sort off. On a *bun.DB or a bun.Conn
+// the setting and the claim go in one round trip (after the first, which prepares the
+// claim on the connection), a pipeline PostgreSQL runs as one implicit transaction:
+// the setting ends with it, and no transaction ever waits on the client. A claim that
+// failed before it reached the server (a connection the server had closed) is tried
+// once more, on another connection, as database/sql would. In a caller's transaction
+// the setting is restored after the claim.
+func claimUnsorted(ctx context.Context, db bun.IDB, query string, args []any) ([]Record, error) {
+	var conn *sql.Conn
+	switch h := db.(type) {
+	case *bun.DB:
+		for try := 0; ; try++ {
+			c, err := h.Conn(ctx)
+			if err != nil {
+				return nil, err
+			}
+			recs, err := claimOnConn(ctx, c.Conn, query, args)
+			_ = c.Close()
+			if err == nil || try == 1 || !pgconn.SafeToRetry(err) {
+				return recs, err
+			}
+		}
+	case bun.Conn:
+		conn = h.Conn
+	case *bun.Conn:
+		conn = h.Conn
+	default:
 		return claimInTx(ctx, db, query, args)
 	}
-	conn, err := bdb.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	err = conn.Raw(func(dc any) (err error) {
+	return claimOnConn(ctx, conn, query, args)
+}
+
+// claimOnConn sends sortsOff and the claim query in one batch on conn.
+func claimOnConn(ctx context.Context, conn *sql.Conn, query string, args []any) (recs []Record, err error) {
+	err = conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("the claim needs a pgx connection, not %T", dc)
@@ -113,19 +136,31 @@ func claimUnsorted(ctx context.Context, db bun.IDB, query string, args []any) (r
 		b.Queue(sortsOff)
 		b.Queue(query, args...)
 		br := pc.SendBatch(ctx, &b)
-		defer func() { err = errors.Join(err, br.Close()) }()
-		if _, err := br.Exec(); err != nil {
-			return err
+		recs, err = readClaim(br)
+		if cerr := br.Close(); err == nil {
+			err = cerr
 		}
-		rows, err := br.Query()
-		if err != nil {
-			return err
+		if err != nil && !pc.IsClosed() {
+			// A statement the server refused (a plan made stale by a change of the
+			// table) is prepared anew by the next claim, as pgx's own cache would.
+			_ = pc.Deallocate(ctx, query)
 		}
-		defer rows.Close()
-		recs, err = scanRecords(rows)
 		return err
 	})
 	return recs, err
+}
+
+// readClaim reads the batch's two results: the setting's and the claimed rows.
+func readClaim(br pgx.BatchResults) ([]Record, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return scanRecords(rows)
 }
 
 // claimInTx runs the claim query in the caller's transaction db with enable_sort off,

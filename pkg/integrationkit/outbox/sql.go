@@ -3,7 +3,7 @@ package outbox
 import "github.com/jackc/pgx/v5"
 
 // statements are the per-event statements of one outbox table, fixed at NewStore so
-// pgx prepares each once per connection (pgdb.Prepared).
+// pgx prepares each once per connection (pgdb.Prepared; the claims in claimUnsorted).
 type statements struct {
 	enqueue, claim, claimExcept, settle, nextDue string
 }

@@ -13,8 +13,9 @@ import (
 // handle, in pgx's statement-cache mode: each distinct statement is prepared once per
 // connection and its plan reused. bun writes every value into the SQL text, so its
 // queries are parsed and planned on every call; the per-event statements (the
-// producer transactions, the claim, the settlement, the consumer's batch) go through
-// Stmts instead, and the rest stays with bun. A statement's text must therefore be
+// producer transactions, the settlement, the consumer's batch) go through Stmts
+// instead (the claim is prepared likewise, beside a setting in one pgx batch: outbox
+// claimUnsorted), and the rest stays with bun. A statement's text must therefore be
 // fixed: values are always parameters, never formatted in.
 type Stmts struct {
 	q   querier

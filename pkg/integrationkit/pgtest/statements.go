@@ -18,7 +18,8 @@ import (
 )
 
 // Recorder keeps the text of every statement a database handle from OpenRecorded
-// sends, bun's and pgdb.Prepared's alike: what a test compares with a copy of them.
+// sends, bun's, pgdb.Prepared's and those of a pgx batch alike: what a test compares
+// with a copy of them.
 type Recorder struct {
 	mu   sync.Mutex
 	sqls []string
@@ -34,6 +35,22 @@ func (r *Recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.Tr
 
 // TraceQueryEnd implements pgx.QueryTracer.
 func (*Recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TraceBatchStart implements pgx.BatchTracer.
+func (*Recorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+// TraceBatchQuery records data.SQL, a statement of a batch; it implements
+// pgx.BatchTracer.
+func (r *Recorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sqls = append(r.sqls, data.SQL)
+}
+
+// TraceBatchEnd implements pgx.BatchTracer.
+func (*Recorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // Take returns the statements recorded since the last Take, in order, and forgets them.
 func (r *Recorder) Take() []string {
