@@ -23,6 +23,9 @@ type Machine struct {
 	LoadAverage string    `json:"load_average"`
 	PostgreSQL  string    `json:"postgresql"`
 	Settings    []Setting `json:"settings"`
+	// naptime is the server's autovacuum_naptime: autovacuum looks at a database at
+	// most this often.
+	naptime time.Duration
 }
 
 // Setting is one PostgreSQL setting as SHOW prints it.
@@ -70,22 +73,12 @@ func describeMachine(ctx context.Context, adminURL string) (Machine, error) {
 		}
 		m.Settings = append(m.Settings, Setting{Name: name, Value: v})
 	}
-	return m, nil
-}
-
-// naptime is the server's autovacuum_naptime: autovacuum looks at a database at most
-// this often.
-func naptime(ctx context.Context, adminURL string) (time.Duration, error) {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return 0, fmt.Errorf("connect to PostgreSQL: %w", err)
-	}
-	defer conn.Close(ctx)
 	var secs int64
 	if err := conn.QueryRow(ctx, `SELECT setting::bigint FROM pg_settings WHERE name = 'autovacuum_naptime'`).Scan(&secs); err != nil {
-		return 0, fmt.Errorf("autovacuum_naptime: %w", err)
+		return Machine{}, fmt.Errorf("setting autovacuum_naptime: %w", err)
 	}
-	return time.Duration(secs) * time.Second, nil
+	m.naptime = time.Duration(secs) * time.Second
+	return m, nil
 }
 
 // procField returns the value of the first "key : value" line of a /proc file, or

@@ -187,9 +187,7 @@ func run(ctx context.Context, args, _ []string, stdout, stderr io.Writer) error 
 	case res.Machine.setting("autovacuum") != "off":
 		cfg.analyze = 0 // the server's own autovacuum keeps the statistics
 	case cfg.naptime:
-		if cfg.analyze, err = naptime(ctx, cfg.admin); err != nil {
-			return err
-		}
+		cfg.analyze = res.Machine.naptime
 	}
 	res.Autoanalyze = cfg.analyze.String()
 	if cfg.naptime && cfg.analyze > 0 {

@@ -97,28 +97,30 @@ const sortsOff = `SELECT set_config('enable_sort', 'off', true)`
 // once more, on another connection, as database/sql would. In a caller's transaction
 // the setting is restored after the claim.
 func claimUnsorted(ctx context.Context, db bun.IDB, query string, args []any) ([]Record, error) {
-	var conn *sql.Conn
 	switch h := db.(type) {
 	case *bun.DB:
-		for try := 0; ; try++ {
-			c, err := h.Conn(ctx)
-			if err != nil {
-				return nil, err
-			}
-			recs, err := claimOnConn(ctx, c.Conn, query, args)
-			_ = c.Close()
-			if err == nil || try == 1 || !pgconn.SafeToRetry(err) {
-				return recs, err
-			}
+		recs, err := claimOnDB(ctx, h, query, args)
+		if err != nil && pgconn.SafeToRetry(err) {
+			recs, err = claimOnDB(ctx, h, query, args)
 		}
+		return recs, err
 	case bun.Conn:
-		conn = h.Conn
+		return claimOnConn(ctx, h.Conn, query, args)
 	case *bun.Conn:
-		conn = h.Conn
+		return claimOnConn(ctx, h.Conn, query, args)
 	default:
 		return claimInTx(ctx, db, query, args)
 	}
-	return claimOnConn(ctx, conn, query, args)
+}
+
+// claimOnDB claims on a connection of db's pool.
+func claimOnDB(ctx context.Context, db *bun.DB, query string, args []any) ([]Record, error) {
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.Close() }()
+	return claimOnConn(ctx, c.Conn, query, args)
 }
 
 // claimOnConn sends sortsOff and the claim query in one batch on conn.

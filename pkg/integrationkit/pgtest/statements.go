@@ -25,11 +25,16 @@ type Recorder struct {
 	sqls []string
 }
 
-// TraceQueryStart records data.SQL; it implements pgx.QueryTracer.
-func (r *Recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+// record keeps one statement's text.
+func (r *Recorder) record(sql string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.sqls = append(r.sqls, data.SQL)
+	r.sqls = append(r.sqls, sql)
+}
+
+// TraceQueryStart records data.SQL; it implements pgx.QueryTracer.
+func (r *Recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	r.record(data.SQL)
 	return ctx
 }
 
@@ -44,9 +49,7 @@ func (*Recorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBa
 // TraceBatchQuery records data.SQL, a statement of a batch; it implements
 // pgx.BatchTracer.
 func (r *Recorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sqls = append(r.sqls, data.SQL)
+	r.record(data.SQL)
 }
 
 // TraceBatchEnd implements pgx.BatchTracer.
