@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 	"go.uber.org/goleak"
 
 	"handoff/finance/internal/financetest"
@@ -167,4 +168,49 @@ func TestAlertsListThePagersRows(t *testing.T) {
 	require.Equal(t, "a1", alerts[0].Aggregate)
 	require.Nil(t, alerts[1].SentAt)
 	require.EqualValues(t, 2, alerts[1].Unsent)
+}
+
+// A delivered request counts in the first latency bucket whose bound is not below its
+// event's written→delivered latency: a latency equal to a bound stays in that bound's
+// bucket, a microsecond more goes to the next, however long the latency.
+func TestRollBucketsLatencyAtTheBounds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cases := []struct {
+		ms     string // latency, exact to the microsecond
+		bucket int
+	}{
+		{"3", 0}, {"10", 0}, {"10.001", 1},
+		{"12.599", 1}, {"12.600", 2}, // bound 1 is 12.5992… ms
+		{"20", 3}, {"20.001", 4}, {"40", 6}, {"40.001", 7}, {"1280", 21}, {"1280.001", 22},
+		{"2080638.306", 53}, {"2080638.307", 54}, // bound 53 is 2,080,638.3069… ms
+		{"5242880", 57}, {"5242880.001", 58}, // bound 57, exact
+		{"20971520", 63}, {"20971520.001", 64}, // bound 63, where float8's logarithm comes out above 63
+		{"999999999", 71}, // the last bucket holds everything longer
+	}
+	var minute time.Time // one minute for every request, whenever the test runs
+	require.NoError(t, b.db.NewRaw(`SELECT date_trunc('minute', now()) - interval '10 minutes'`).Scan(b.ctx, &minute))
+	want := make(map[int]int)
+	for _, c := range cases {
+		b.exec(t, `WITH o AS (
+				INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination, aggregate_key,
+					aggregate_seq, delivery_status, request_count, created_at, delivered_at, last_attempt_at)
+				SELECT id, 'invoice.paid', '{}', id::text, 'http://127.0.0.1:9/hook', id::text, 1, 'delivered', 1,
+					?::timestamptz, ?::timestamptz + ?::numeric * interval '1 millisecond', now()
+				FROM (SELECT gen_random_uuid() AS id) AS n RETURNING id)
+			INSERT INTO finance_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, outcome)
+			SELECT id, 1, ?::timestamptz, 5, 'delivered' FROM o`, minute, minute, c.ms, minute)
+		want[c.bucket]++
+	}
+	require.NoError(t, b.store.Roll(b.ctx))
+	var hist []int64
+	require.NoError(t, b.db.NewRaw(`SELECT latency FROM finance_outbox_minutes WHERE minute = ?`, minute).
+		Scan(b.ctx, pgdialect.Array(&hist)))
+	got := make(map[int]int)
+	for i, n := range hist {
+		if n > 0 {
+			got[i] = int(n)
+		}
+	}
+	require.Equal(t, want, got)
 }
