@@ -2,6 +2,8 @@ package insight_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -171,37 +173,39 @@ func TestAlertsListThePagersRows(t *testing.T) {
 }
 
 // A delivered request counts in the first latency bucket whose bound is not below its
-// event's written→delivered latency: a latency equal to a bound stays in that bound's
-// bucket, a microsecond more goes to the next, however long the latency.
+// event's written→delivered latency: at every bound, the latest whole microsecond not
+// above it stays in the bound's bucket and the next goes to the next bucket, whatever
+// float8's rounding of the logarithm (at 20,971,520 ms it lands above 63); the last
+// bucket holds everything longer.
 func TestRollBucketsLatencyAtTheBounds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	cases := []struct {
-		ms     string // latency, exact to the microsecond
-		bucket int
-	}{
-		{"3", 0}, {"10", 0}, {"10.001", 1},
-		{"12.599", 1}, {"12.600", 2}, // bound 1 is 12.5992… ms
-		{"20", 3}, {"20.001", 4}, {"40", 6}, {"40.001", 7}, {"1280", 21}, {"1280.001", 22},
-		{"2080638.306", 53}, {"2080638.307", 54}, // bound 53 is 2,080,638.3069… ms
-		{"5242880", 57}, {"5242880.001", 58}, // bound 57, exact
-		{"20971520", 63}, {"20971520.001", 64}, // bound 63, where float8's logarithm comes out above 63
-		{"999999999", 71}, // the last bucket holds everything longer
+	var latencies []string // milliseconds, exact to the microsecond
+	want := make(map[int]int)
+	add := func(us int64, bucket int) {
+		latencies = append(latencies, fmt.Sprintf("%d.%03d", us/1000, us%1000))
+		want[bucket]++
 	}
+	const last = 71 // the histogram's last bucket
+	add(3000, 0)
+	for i := range last {
+		// The bound in microseconds: a power of two times 10,000 is exact in float64,
+		// and no other bound lies within 0.3 µs of a whole microsecond.
+		atOrBelow := int64(math.Floor(1e4 * math.Exp2(float64(i)/3)))
+		add(atOrBelow, i)
+		add(atOrBelow+1, i+1)
+	}
+	add(999_999_999_000, last)
 	var minute time.Time // one minute for every request, whenever the test runs
 	require.NoError(t, b.db.NewRaw(`SELECT date_trunc('minute', now()) - interval '10 minutes'`).Scan(b.ctx, &minute))
-	want := make(map[int]int)
-	for _, c := range cases {
-		b.exec(t, `WITH o AS (
-				INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination, aggregate_key,
-					aggregate_seq, delivery_status, request_count, created_at, delivered_at, last_attempt_at)
-				SELECT id, 'invoice.paid', '{}', id::text, 'http://127.0.0.1:9/hook', id::text, 1, 'delivered', 1,
-					?::timestamptz, ?::timestamptz + ?::numeric * interval '1 millisecond', now()
-				FROM (SELECT gen_random_uuid() AS id) AS n RETURNING id)
-			INSERT INTO finance_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, outcome)
-			SELECT id, 1, ?::timestamptz, 5, 'delivered' FROM o`, minute, minute, c.ms, minute)
-		want[c.bucket]++
-	}
+	b.exec(t, `WITH o AS (
+			INSERT INTO finance_outbox (id, event_type, payload, idempotency_key, destination, aggregate_key,
+				aggregate_seq, delivery_status, request_count, created_at, delivered_at, last_attempt_at)
+			SELECT id, 'invoice.paid', '{}', id::text, 'http://127.0.0.1:9/hook', id::text, 1, 'delivered', 1,
+				?::timestamptz, ?::timestamptz + ms * interval '1 millisecond', now()
+			FROM (SELECT gen_random_uuid() AS id, ms FROM unnest(?::numeric[]) AS ms) AS n RETURNING id)
+		INSERT INTO finance_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, outcome)
+		SELECT id, 1, ?::timestamptz, 5, 'delivered' FROM o`, minute, minute, pgdialect.Array(latencies), minute)
 	require.NoError(t, b.store.Roll(b.ctx))
 	var hist []int64
 	require.NoError(t, b.db.NewRaw(`SELECT latency FROM finance_outbox_minutes WHERE minute = ?`, minute).

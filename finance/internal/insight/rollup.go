@@ -52,12 +52,13 @@ func (s *Store) Roll(ctx context.Context) error {
 // rollupSQL recounts the minutes from a start; its parameters are the last latency
 // bucket, the start, and the last latency bucket again. One pass over the requests
 // groups them by minute and latency bucket (none for a request that delivered
-// nothing); the minutes' counts and dense histograms are read from those groups.
+// nothing, or whose event has since been sent again); the minutes' counts and dense
+// histograms are read from those groups.
 //
 // A delivered request's bucket is ceil(3·log2(latency / 10 ms)), the first whose bound
 // (bucketBound) is not below the latency. It is computed in float8: numeric's log cost
 // 22 µs a row, most of a roll after a backlog. float8's error in the latency and the
-// logarithm is below 1e-14 of the logarithm; the 1e-12 taken off it keeps a latency
+// logarithm is about 1e-14 of the logarithm; the 1e-12 taken off it keeps a latency
 // that equals a bound in that bound's bucket where rounding pushes it up (at
 // 20,971,520 ms, 7e-15 above 63). It moves no other latency: up to the last bound
 // (bucket 70, 29 h), a whole number of microseconds above a bound is at least 1.6e-11
