@@ -53,7 +53,8 @@ func (s *Store) Roll(ctx context.Context) error {
 // bucket, the start, and the last latency bucket again. One pass over the requests
 // groups them by minute and latency bucket (none for a request that delivered
 // nothing, or whose event has since been sent again); the minutes' counts and dense
-// histograms are read from those groups.
+// histograms are read from those groups, a minute's retried requests being the rest of
+// its requests.
 //
 // A delivered request's bucket is ceil(3·log2(latency / 10 ms)), the first whose bound
 // (bucketBound) is not below the latency. It is computed in float8: numeric's log cost
@@ -72,16 +73,15 @@ WITH g AS (
 	SELECT date_bin('1 minute', a.started_at, '2000-01-01 00:00:00+00') AS minute,
 		CASE WHEN a.outcome = 'delivered' THEN least(?, greatest(0, ceil(3 * ln(greatest(
 			date_part('epoch', o.delivered_at - o.created_at) * 1000, 10) / 10) / ln(2) - 1e-12)))::int END AS b,
-		count(*) FILTER (WHERE a.outcome = 'delivered') AS delivered,
+		count(*) AS requests, count(*) FILTER (WHERE a.outcome = 'delivered') AS delivered,
 		count(*) FILTER (WHERE a.outcome <> 'delivered'
-			AND o.delivery_status = 'failed' AND a.attempt_no = o.request_count) AS failed,
-		count(*) FILTER (WHERE a.outcome <> 'delivered'
-			AND NOT (o.delivery_status = 'failed' AND a.attempt_no = o.request_count)) AS retried
+			AND o.delivery_status = 'failed' AND a.attempt_no = o.request_count) AS failed
 	FROM finance_outbox_attempts a JOIN finance_outbox o ON o.id = a.outbox_id
 	WHERE a.started_at >= ?
 	GROUP BY 1, 2
 ), counts AS (
-	SELECT minute, sum(delivered) AS delivered, sum(failed) AS failed, sum(retried) AS retried
+	SELECT minute, sum(delivered) AS delivered, sum(failed) AS failed,
+		sum(requests) - sum(delivered) - sum(failed) AS retried
 	FROM g GROUP BY minute
 ), dense AS (
 	SELECT c.minute, CASE WHEN c.delivered = 0 THEN '{}'::int[]
