@@ -43,6 +43,22 @@ type Latency struct {
 	// server's clock.
 	PayToShipment Dist `json:"pay_to_shipment"`
 	Missing       int  `json:"missing"`
+	// Split says where the paid events' time went, on finance's side.
+	Split Split `json:"split"`
+}
+
+// Split divides the paid events' pay→shipment at one load: Queued runs from the
+// payment's commit to the start of the request that delivered its event (the
+// attempt log's started_at), Request is that request's duration. PerRequest is the
+// mean number of events in the request that carried a paid event, and
+// BehindIssued the fraction of paid events whose invoice's issued event was still
+// undelivered when the payment committed: per-invoice order held them back until
+// its request was settled.
+type Split struct {
+	Queued       Dist    `json:"queued"`
+	Request      Dist    `json:"request"`
+	PerRequest   float64 `json:"events_per_request"`
+	BehindIssued float64 `json:"behind_issued"`
 }
 
 // Drain is a backlog delivered from its start to empty.
@@ -148,7 +164,61 @@ func (e *env) latency(ctx context.Context, p plan, fraction, satPerSec float64) 
 	}
 	var err error
 	l.PayToShipment, l.Missing, err = e.payToShipment(ctx, t.invoices)
+	if err != nil {
+		return l, err
+	}
+	l.Split, err = splitOf(ctx, e.fdb, t.invoices)
 	return l, err
+}
+
+// splitQuery reads, for each paid event of the invoices given, its wait before the
+// request that delivered it, that request's duration and size (the attempts one
+// request settles share its start), and whether the invoice's issued event was
+// delivered after the payment committed.
+const splitQuery = `
+WITH paid AS (
+	SELECT o.aggregate_key, o.aggregate_seq, o.created_at, a.started_at, a.duration_ms
+	FROM finance_outbox o JOIN finance_outbox_attempts a ON a.outbox_id = o.id AND a.outcome = 'delivered'
+	WHERE o.event_type = 'invoice.paid' AND o.aggregate_key = ANY($1::text[])
+)
+SELECT date_part('epoch', p.started_at - p.created_at) * 1e6, p.duration_ms,
+	(SELECT count(*) FROM finance_outbox_attempts r WHERE r.started_at = p.started_at),
+	coalesce(i.delivered_at > p.created_at, false)
+FROM paid p LEFT JOIN finance_outbox i ON i.aggregate_key = p.aggregate_key
+	AND i.aggregate_seq = p.aggregate_seq - 1 AND i.event_type = 'invoice.issued'`
+
+// splitOf is the Split of the paid events of invoices, from finance's outbox and
+// attempt log.
+func splitOf(ctx context.Context, db *pgxpool.Pool, invoices []string) (Split, error) {
+	rows, err := db.Query(ctx, splitQuery, invoices)
+	if err != nil {
+		return Split{}, fmt.Errorf("split of pay→shipment: %w", err)
+	}
+	defer rows.Close()
+	var queued, request []time.Duration
+	var size, behind int64
+	for rows.Next() {
+		var waitMicros float64
+		var durationMS, n int64
+		var late bool
+		if err := rows.Scan(&waitMicros, &durationMS, &n, &late); err != nil {
+			return Split{}, fmt.Errorf("split of pay→shipment: %w", err)
+		}
+		queued = append(queued, time.Duration(waitMicros)*time.Microsecond)
+		request = append(request, time.Duration(durationMS)*time.Millisecond)
+		size += n
+		if late {
+			behind++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Split{}, fmt.Errorf("split of pay→shipment: %w", err)
+	}
+	s := Split{Queued: distOf(queued), Request: distOf(request)}
+	if k := len(queued); k > 0 {
+		s.PerRequest, s.BehindIssued = float64(size)/float64(k), float64(behind)/float64(k)
+	}
+	return s, nil
 }
 
 // payToShipment pairs each invoice's payment commit with its shipment's move to

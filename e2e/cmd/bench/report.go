@@ -301,6 +301,15 @@ func latencyRows() []row {
 				}
 				return s
 			}, nil})
+		out = append(out, row{"2", fmt.Sprintf("… of which queued before its request p50 / p99 ms, the request p50 / p99 ms, events per request; share held behind its invoice's issued event, at %.0f %%", f*100),
+			func(m ModeResult) string {
+				if len(m.Latency) <= i || m.Latency[i].Split.Queued.N == 0 {
+					return ""
+				}
+				s := m.Latency[i].Split
+				return fmt.Sprintf("%.1f / %.1f, %.1f / %.1f, %.1f; %.0f %%", s.Queued.P50, s.Queued.P99,
+					s.Request.P50, s.Request.P99, s.PerRequest, 100*s.BehindIssued)
+			}, nil})
 	}
 	return out
 }
