@@ -49,14 +49,21 @@ func (e *env) outage(ctx context.Context, p plan, clerks int, progress logf) (Dr
 // times their delivery by all of them. Both databases are vacuumed first, as
 // autovacuum would have after the phases before (the server runs without it): each
 // drain starts, as the River baseline's does on its fresh database, without the dead
-// rows of the last one in the outbox's indexes.
+// rows of the last one in the outbox's indexes. The drain gets a stand-in for
+// autovacuum of its own, started as it begins, as the River baseline's drains do, and
+// stopped as it ends, so none runs beside the next drain.
 func (e *env) seededDrain(ctx context.Context, p plan, replicas, events int) (Drain, error) {
 	d := Drain{Replicas: replicas}
 	defer func() { _ = e.stopReplicas() }()
+	e.stopAutovacuum()
+	defer e.stopAutovacuum()
 	for _, db := range []*pgxpool.Pool{e.fdb, e.ldb} {
 		if _, err := db.Exec(ctx, `VACUUM (ANALYZE)`); err != nil {
 			return d, fmt.Errorf("vacuum before the drain: %w", err)
 		}
+	}
+	if err := e.startAutovacuum(ctx); err != nil {
+		return d, err
 	}
 	if err := e.startReplicas(replicas - 1); err != nil {
 		return d, err

@@ -76,14 +76,14 @@ type config struct {
 	phases map[string]bool
 	clerks int
 	vars   map[string]string
-	// analyze is how often the stand-in analyzer looks for tables autovacuum would
-	// analyze, when the server's autovacuum is off (0: never); naptime says to take
-	// the server's autovacuum_naptime instead.
-	analyze time.Duration
-	naptime bool
-	logs    string
-	admin   string
-	plan    plan
+	// autovacuum is how often the autovacuum stand-in looks for tables autovacuum
+	// would vacuum or analyze, when the server's autovacuum is off (0: never); naptime
+	// says to take the server's autovacuum_naptime instead.
+	autovacuum time.Duration
+	naptime    bool
+	logs       string
+	admin      string
+	plan       plan
 	// compare, with files OLD and NEW, compares two runs instead of running one.
 	compare bool
 	files   []string
@@ -103,7 +103,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&phases, "phases", strings.Join(phaseNames, ","), "phases to run besides each mode's saturation")
 	fs.IntVar(&c.clerks, "clerks", 16, "closed-loop clerks, and the ceiling's workers")
 	c.naptime = true
-	fs.Func("autoanalyze", "when the server runs with autovacuum off, look this often for tables of the databases measured that autovacuum would analyze (past 50 + 10 % of their rows changed), and analyze them: a duration, 0 (never), or naptime, the server's autovacuum_naptime, as often as autovacuum would look (default naptime)", func(v string) error {
+	fs.Func("autovacuum", "when the server runs with autovacuum off, look this often for tables of the databases measured that autovacuum would vacuum or analyze (by its rules and settings), and do it at autovacuum's pace: a duration, 0 (never), or naptime, the server's autovacuum_naptime, as often as autovacuum would look (default naptime)", func(v string) error {
 		if c.naptime = v == "naptime"; c.naptime {
 			return nil
 		}
@@ -111,7 +111,7 @@ func parseFlags(args []string) (config, error) {
 		if err != nil || d < 0 {
 			return fmt.Errorf("want naptime, 0 or a positive duration, got %q", v)
 		}
-		c.analyze = d
+		c.autovacuum = d
 		return nil
 	})
 	fs.StringVar(&c.logs, "logs", "", "directory to write every service's log into (none when empty)")
@@ -185,13 +185,13 @@ func run(ctx context.Context, args, _ []string, stdout, stderr io.Writer) error 
 	}
 	switch {
 	case res.Machine.setting("autovacuum") != "off":
-		cfg.analyze = 0 // the server's own autovacuum keeps the statistics
+		cfg.autovacuum = 0 // the server's own autovacuum keeps the tables
 	case cfg.naptime:
-		cfg.analyze = res.Machine.naptime
+		cfg.autovacuum = res.Machine.naptime
 	}
-	res.Autoanalyze = cfg.analyze.String()
-	if cfg.naptime && cfg.analyze > 0 {
-		res.Autoanalyze += " (the server's autovacuum_naptime)"
+	res.Autovacuum = cfg.autovacuum.String()
+	if cfg.naptime && cfg.autovacuum > 0 {
+		res.Autovacuum += " (the server's autovacuum_naptime)"
 	}
 	progress("building the binaries")
 	baseline, riverBuilt := startRiverBuild(ctx, cfg)
@@ -294,8 +294,10 @@ func runMode(ctx context.Context, cl *cluster, bin, mode string, cfg config, pro
 	}
 	defer e.close()
 	e.beside = beside
-	if cfg.analyze > 0 {
-		e.analyzeEvery(cfg.analyze)
+	e.autovacuum = cfg.autovacuum
+	if err := e.startAutovacuum(ctx); err != nil {
+		r.Error = err.Error()
+		return r
 	}
 	err = e.measure(ctx, cfg, &r, progress)
 	if c, cerr := e.counts(ctx); cerr == nil {

@@ -48,12 +48,15 @@ type Latency struct {
 }
 
 // Split divides the paid events' pay→shipment at one load: Queued runs from the
-// payment's commit to the start of the request that delivered its event (the
-// attempt log's started_at), Request is that request's duration. PerRequest is the
-// mean number of events in the request that carried a paid event, and
-// BehindIssued the fraction of paid events whose invoice's issued event was still
-// undelivered when the payment committed: per-invoice order held them back until
-// its request was settled.
+// payment's transaction (the outbox row's created_at, the same now() as the
+// payment's, so PayToShipment's start) to the start of the request that delivered
+// its event (the attempt log's started_at, taken by finance's clock on the same
+// machine); Request is that request's duration, in whole milliseconds. PerRequest is
+// the mean number of events in the request that carried a paid event, and
+// BehindIssued the fraction of paid events whose invoice's issued event was settled
+// as delivered after the payment's transaction began: per-invoice order held them
+// back until its request was settled (an upper bound, the settlement's time being
+// its own transaction's start).
 type Split struct {
 	Queued       Dist    `json:"queued"`
 	Request      Dist    `json:"request"`

@@ -33,20 +33,27 @@ func TestSplitOfPaidEvents(t *testing.T) {
 		require.NoError(t, err)
 		return id
 	}
-	attempt := func(event uuid.UUID, started, ms int, outcome string) {
+	attempt := func(event uuid.UUID, no, started, ms int, outcome string) {
 		_, err := db.Exec(ctx, `INSERT INTO finance_outbox_attempts (outbox_id, attempt_no, started_at, duration_ms, outcome)
-			VALUES ($1, 1, $2, $3, $4)`, event, at(started), ms, outcome)
+			VALUES ($1, $2, $3, $4, $5)`, event, no, at(started), ms, outcome)
 		require.NoError(t, err)
 	}
 	// Invoice a is paid while its issued event is in flight; its paid event goes at 60
 	// ms in a request of two events, one of them retried.
 	a, b, other := uuid.NewString(), uuid.NewString(), uuid.NewString()
-	attempt(event(a, "invoice.issued", 1, 0, 50), 5, 40, "delivered")
-	attempt(event(a, "invoice.paid", 2, 10, 80), 60, 20, "delivered")
-	attempt(event(other, "invoice.issued", 1, 30, 90), 60, 20, "retry")
-	// Invoice b is paid after its issued event was delivered, and goes alone.
-	attempt(event(b, "invoice.issued", 1, 0, 5), 1, 3, "delivered")
-	attempt(event(b, "invoice.paid", 2, 20, 40), 30, 7, "delivered")
+	attempt(event(a, "invoice.issued", 1, 0, 50), 1, 5, 40, "delivered")
+	attempt(event(a, "invoice.paid", 2, 10, 80), 1, 60, 20, "delivered")
+	attempt(event(other, "invoice.issued", 1, 30, 90), 1, 60, 20, "retry")
+	// Invoice b is paid after its issued event was delivered; its paid event's first
+	// request fails, the second goes alone.
+	attempt(event(b, "invoice.issued", 1, 0, 5), 1, 1, 3, "delivered")
+	paid := event(b, "invoice.paid", 2, 20, 40)
+	attempt(paid, 1, 22, 2, "retry")
+	attempt(paid, 2, 30, 7, "delivered")
+	// The paid event of an invoice not asked about counts nowhere.
+	c := uuid.NewString()
+	attempt(event(c, "invoice.issued", 1, 0, 2), 1, 0, 1, "delivered")
+	attempt(event(c, "invoice.paid", 2, 0, 900), 1, 800, 90, "delivered")
 
 	s, err := splitOf(ctx, db, []string{a, b})
 	require.NoError(t, err)

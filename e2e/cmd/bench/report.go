@@ -24,10 +24,10 @@ type Result struct {
 	Seconds float64   `json:"seconds"`
 	Machine Machine   `json:"machine"`
 	Clerks  int       `json:"clerks"`
-	// Autoanalyze is how often the benchmark looked for tables autovacuum would
-	// analyze, and analyzed them, in place of a server whose autovacuum is off ("0s":
+	// Autovacuum is how often the benchmark looked for tables autovacuum would vacuum
+	// or analyze, and did it, in place of a server whose autovacuum is off ("0s":
 	// never).
-	Autoanalyze string `json:"autoanalyze"`
+	Autovacuum string `json:"autovacuum"`
 	// Vars are environment variables -set gave every service process.
 	Vars    map[string]string `json:"vars,omitempty"`
 	Plan    plan              `json:"plan"`
@@ -128,8 +128,8 @@ func writeTable(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "Load: %d clerks (closed loop). Services at their defaults (DISPATCH_BATCH=%d; DISPATCH_CONCURRENCY=%d in single mode, %d in batch mode) "+
 		"but LOG_LEVEL=warn, DISPATCH_BACKOFF=1s,2s,4s, BREAKER_COOLDOWN=1s; %s. Run took %.0f s.\n",
 		r.Clerks, delivery.DefaultBatch, delivery.SingleConcurrency, delivery.BatchConcurrency, varsNote(r.Vars), r.Seconds)
-	if r.Autoanalyze != "0s" && r.Autoanalyze != "" {
-		fmt.Fprintf(w, "The server runs with autovacuum off: every %s the benchmark analyzes each table of the databases measured that autovacuum would (more rows changed since its last analyze than autovacuum_analyze_threshold + autovacuum_analyze_scale_factor × its rows), never in the claim rows' databases.\n", r.Autoanalyze)
+	if r.Autovacuum != "0s" && r.Autovacuum != "" {
+		fmt.Fprintf(w, "The server runs with autovacuum off: every %s the benchmark vacuums and analyzes each table of the databases measured that autovacuum would, by autovacuum's rules and settings and at its pace (cost-based delay), never in the claim rows' databases.\n", r.Autovacuum)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "| # | measure |")

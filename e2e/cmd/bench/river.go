@@ -106,8 +106,8 @@ func riverRun(ctx context.Context, cl *cluster, bin, riverBin, label string, s r
 	if err != nil {
 		return r, err
 	}
-	if cfg.analyze > 0 {
-		stop, err := analyzeDatabases(ctx, cfg.analyze, riverURL, ldbURL)
+	if cfg.autovacuum > 0 {
+		stop, err := autovacuumEvery(ctx, cfg.autovacuum, riverURL, ldbURL)
 		if err != nil {
 			return r, err
 		}
@@ -152,27 +152,6 @@ func riverCPU(logistics CPU, r baseline.Result) CPU {
 // backends of ldb's database (no finance runs beside the River baseline).
 func logisticsTimes(ctx context.Context, bin string, ldb *pgxpool.Pool) cpuSnapshot {
 	return cpuSnapshot{logistics: processesOf(filepath.Join(bin, "logistics")), postgres: baseline.BackendTimes(ctx, ldb)}
-}
-
-// analyzeDatabases runs the services' stand-in for autovacuum's analyze (analyzeEvery)
-// on the databases at urls until stop.
-func analyzeDatabases(ctx context.Context, every time.Duration, urls ...string) (stop func(), err error) {
-	var pools []*pgxpool.Pool
-	closeAll := func() {
-		for _, p := range pools {
-			p.Close()
-		}
-	}
-	for _, u := range urls {
-		p, err := openPool(ctx, u, 1)
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		pools = append(pools, p)
-	}
-	halt := analyzeEvery(every, pools...)
-	return func() { halt(); closeAll() }, nil
 }
 
 // checkShipped makes sure logistics processed each event once: the baseline counts

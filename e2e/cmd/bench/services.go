@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"handoff/e2e/harness"
@@ -34,7 +33,11 @@ type env struct {
 	exited     []*harness.Service // stopped replicas, kept for their logs
 	fdb, ldb   *pgxpool.Pool
 	dbNames    []string
-	stop       func() // stops the analyzer, if any
+	dbURLs     []string
+	// autovacuum is how often the stand-in for autovacuum looks (0: no stand-in);
+	// stop stops the one running, if any.
+	autovacuum time.Duration
+	stop       func()
 	// beside, when set, runs right after the one-dispatcher drain of the scaling
 	// phase: another drainer measured within the same minutes of the machine.
 	beside func()
@@ -121,6 +124,7 @@ func startLogistics(ctx context.Context, cl *cluster, bin, label string, common 
 
 func (e *env) connect(ctx context.Context, financeURL, logisticsURL string) error {
 	var err error
+	e.dbURLs = []string{financeURL, logisticsURL}
 	if e.fdb, err = openPool(ctx, financeURL, 4); err != nil {
 		return fmt.Errorf("finance database: %w", err)
 	}
@@ -130,59 +134,26 @@ func (e *env) connect(ctx context.Context, financeURL, logisticsURL string) erro
 	return nil
 }
 
-// analyzeEvery stands in for autovacuum's analyze on a server that has autovacuum
-// off, where the planner would otherwise never learn that the outbox holds a backlog.
-func (e *env) analyzeEvery(every time.Duration) {
-	e.stop = analyzeEvery(every, e.fdb, e.ldb)
+// startAutovacuum starts a stand-in for autovacuum on both databases, its first look
+// one interval from now, unless the server's own autovacuum is on.
+func (e *env) startAutovacuum(ctx context.Context) error {
+	if e.autovacuum == 0 {
+		return nil
+	}
+	e.stopAutovacuum()
+	stop, err := autovacuumEvery(ctx, e.autovacuum, e.dbURLs...)
+	if err != nil {
+		return fmt.Errorf("autovacuum stand-in: %w", err)
+	}
+	e.stop = stop
+	return nil
 }
 
-// staleTables lists the tables autovacuum would analyze now: those with more rows
-// changed since their last analyze than autovacuum_analyze_threshold plus
-// autovacuum_analyze_scale_factor of their rows (50 + 10 % by default).
-const staleTables = `SELECT format('%I.%I', s.schemaname, s.relname)
-	FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-	WHERE s.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8
-		+ current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0)`
-
-// analyzeEvery looks at each of dbs at that interval until stop and analyzes the
-// tables autovacuum would (staleTables): a table is analyzed as often as its changes
-// call for, so a large history costs what autovacuum would make it cost, not an
-// ANALYZE of every table at each interval. The River baseline's databases get the
-// same as the services', so that every drain compared pays the same stand-in.
-func analyzeEvery(every time.Duration, dbs ...*pgxpool.Pool) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				for _, db := range dbs {
-					analyzeStale(ctx, db)
-				}
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
-}
-
-// analyzeStale analyzes db's tables that autovacuum would analyze now; a failure
-// leaves them for the next look.
-func analyzeStale(ctx context.Context, db *pgxpool.Pool) {
-	rows, err := db.Query(ctx, staleTables)
-	if err != nil {
-		return
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return
-	}
-	for _, t := range tables {
-		_, _ = db.Exec(ctx, `ANALYZE `+t)
+// stopAutovacuum stops the stand-in, if one runs.
+func (e *env) stopAutovacuum() {
+	if e.stop != nil {
+		e.stop()
+		e.stop = nil
 	}
 }
 
@@ -249,9 +220,7 @@ func (e *env) stopReplicas() error {
 // close stops every process and closes the connections; the databases are dropped
 // by the cluster.
 func (e *env) close() {
-	if e.stop != nil {
-		e.stop()
-	}
+	e.stopAutovacuum()
 	_ = e.stopReplicas()
 	for _, s := range []*harness.Service{e.finance, e.logistics} {
 		if s != nil {
