@@ -91,29 +91,17 @@ func autovacuumEvery(ctx context.Context, every time.Duration, urls ...string) (
 
 // openPaced opens one connection to dbURL that vacuums at autovacuum's pace.
 func openPaced(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return nil, err
-	}
-	cfg.MaxConns = 1
-	// A cancelled context cancels the statement on the server: a paced VACUUM would
-	// otherwise run on after stop, into the next drain.
-	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: 0, DeadlineDelay: time.Second}
-	}
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, autovacuumPace)
-		return err
-	}
-	p, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.Ping(ctx); err != nil {
-		p.Close()
-		return nil, err
-	}
-	return p, nil
+	return openPool(ctx, dbURL, 1, func(cfg *pgxpool.Config) {
+		// A cancelled context cancels the statement on the server: a paced VACUUM
+		// would otherwise run on after stop, into the next drain.
+		cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+			return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+		}
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, autovacuumPace)
+			return err
+		}
+	})
 }
 
 // vacuumStale vacuums and analyzes db's tables as autovacuum would now; a failure

@@ -74,13 +74,17 @@ func (c *cluster) dropAll() error {
 	return errors.Join(errs...)
 }
 
-// openPool connects a small pool for the benchmark's own queries or load.
-func openPool(ctx context.Context, dbURL string, size int) (*pgxpool.Pool, error) {
+// openPool connects a small pool for the benchmark's own queries or load; tune, if
+// any, adjusts its configuration first.
+func openPool(ctx context.Context, dbURL string, size int, tune ...func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
 	cfg.MaxConns = int32(size)
+	for _, f := range tune {
+		f(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
