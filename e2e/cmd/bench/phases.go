@@ -177,7 +177,7 @@ func (e *env) latency(ctx context.Context, p plan, fraction, satPerSec float64) 
 // splitQuery reads, for each paid event of the invoices given, its wait before the
 // request that delivered it, that request's duration and size (the attempts one
 // request settles share its start), and whether the invoice's issued event was
-// delivered after the payment committed.
+// settled as delivered after the payment's transaction began.
 const splitQuery = `
 WITH paid AS (
 	SELECT o.aggregate_key, o.aggregate_seq, o.created_at, a.started_at, a.duration_ms
