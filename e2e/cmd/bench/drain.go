@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"syscall"
@@ -43,6 +44,54 @@ func (e *env) outage(ctx context.Context, p plan, clerks int, progress logf) (Dr
 		return d, err
 	}
 	return d, e.drainStats(ctx, &d, up, start)
+}
+
+// scaling drains p.Scaling seeded events by 1, 2 and 4 dispatchers on services and
+// databases of their own, fresh as each River baseline run's are: the phases before
+// leave the mode's databases with hundreds of thousands of rows, their dead tuples
+// and the history finance's chart recounts, none of which River's drains meet. The
+// mode's own services stop meanwhile, so that their processor time does not count in
+// the drains, and start again after them.
+func (e *env) scaling(ctx context.Context, cfg config, r *ModeResult, progress logf) error {
+	progress("%s: scaling: fresh databases; the mode's services stop meanwhile", e.mode)
+	e.stopAutovacuum()
+	if err := errors.Join(e.finance.Signal(syscall.SIGTERM), e.logistics.Signal(syscall.SIGTERM)); err != nil {
+		return err
+	}
+	f, err := startEnv(ctx, e.cl, e.bin, e.mode, e.label+"_drains", cfg.vars)
+	if err == nil {
+		e.drains = f
+		f.autovacuum, f.beside = e.autovacuum, e.beside
+		err = f.drainByReplicas(ctx, cfg.plan, r, progress)
+		f.close()
+	}
+	if err != nil {
+		return err
+	}
+	if err := e.logistics.Run(readyWithin); err != nil {
+		return err
+	}
+	if err := e.finance.Run(readyWithin); err != nil {
+		return err
+	}
+	return e.startAutovacuum(ctx)
+}
+
+// drainByReplicas runs the seeded drains of the scaling phase, and beside right after
+// the first.
+func (e *env) drainByReplicas(ctx context.Context, p plan, r *ModeResult, progress logf) error {
+	for _, n := range []int{1, 2, 4} {
+		progress("%s: scaling: %d events drained by %d dispatcher(s)", e.mode, p.Scaling, n)
+		d, err := e.seededDrain(ctx, p, n, p.Scaling)
+		r.Scaling = append(r.Scaling, d)
+		if err != nil {
+			return err
+		}
+		if n == 1 && e.beside != nil {
+			e.beside()
+		}
+	}
+	return nil
 }
 
 // seededDrain starts replicas-1 more dispatchers, seeds events pending rows and

@@ -20,6 +20,9 @@ type LogErrors map[string]int
 // included.
 func (e *env) logErrors() LogErrors {
 	out := LogErrors{}
+	if e.drains != nil {
+		out = e.drains.logErrors()
+	}
 	for _, s := range append([]*harness.Service{e.finance, e.logistics}, e.exited...) {
 		if s == nil {
 			continue
@@ -37,22 +40,27 @@ func (e *env) logErrors() LogErrors {
 	return out
 }
 
-// saveLogs writes the log of every process of e into dir: <mode>-finance.log,
-// <mode>-logistics.log and <mode>-finance-replica-<n>.log.
+// saveLogs writes the log of every process of e, and of the scaling phase's, into
+// dir: <label>-finance.log, <label>-logistics.log and <label>-finance-replica-<n>.log.
 func (e *env) saveLogs(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if e.drains != nil {
+		if err := e.drains.saveLogs(dir); err != nil {
+			return err
+		}
 	}
 	for i, s := range append([]*harness.Service{e.finance, e.logistics}, e.exited...) {
 		if s == nil {
 			continue
 		}
-		name := fmt.Sprintf("%s-finance-replica-%d.log", e.mode, i-1)
+		name := fmt.Sprintf("%s-finance-replica-%d.log", e.label, i-1)
 		switch i {
 		case 0:
-			name = e.mode + "-finance.log"
+			name = e.label + "-finance.log"
 		case 1:
-			name = e.mode + "-logistics.log"
+			name = e.label + "-logistics.log"
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(s.Log()), 0o644); err != nil {
 			return err

@@ -282,7 +282,7 @@ func measureAll(ctx context.Context, cl *cluster, bin, baseline string, cfg conf
 func runMode(ctx context.Context, cl *cluster, bin, mode string, cfg config, progress logf, beside func()) ModeResult {
 	r := ModeResult{Mode: mode}
 	progress("%s: starting logistics and finance on fresh databases", mode)
-	e, err := startEnv(ctx, cl, bin, mode, cfg.vars)
+	e, err := startEnv(ctx, cl, bin, mode, mode, cfg.vars)
 	switch {
 	case errors.Is(err, errBatchUnavailable):
 		r.Unavailable = errBatchUnavailable.Error()
@@ -358,16 +358,8 @@ func (e *env) measureDrains(ctx context.Context, cfg config, r *ModeResult, prog
 		}
 	}
 	if cfg.phases["scaling"] {
-		for _, n := range []int{1, 2, 4} {
-			progress("%s: scaling: %d events drained by %d dispatcher(s)", e.mode, p.Scaling, n)
-			d, err := e.seededDrain(ctx, p, n, p.Scaling)
-			r.Scaling = append(r.Scaling, d)
-			if err != nil {
-				return err
-			}
-			if n == 1 && e.beside != nil {
-				e.beside()
-			}
+		if err := e.scaling(ctx, cfg, r, progress); err != nil {
+			return err
 		}
 	}
 	if !cfg.phases["history"] {

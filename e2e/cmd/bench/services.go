@@ -24,7 +24,9 @@ const readyWithin = 30 * time.Second
 // benchmark's own connections to both databases.
 type env struct {
 	mode       string
+	label      string // names the databases and the saved logs: the mode, or <mode>_drains
 	bin        string
+	cl         *cluster
 	financeEnv map[string]string
 	dest       string // LOGISTICS_WEBHOOK_URL
 	finance    *harness.Service
@@ -41,24 +43,26 @@ type env struct {
 	// beside, when set, runs right after the one-dispatcher drain of the scaling
 	// phase: another drainer measured within the same minutes of the machine.
 	beside func()
+	// drains is the pair of services the scaling phase ran on, kept for its logs.
+	drains *env
 }
 
 // errBatchUnavailable means logistics has no batch endpoint yet.
 var errBatchUnavailable = errors.New("batch endpoint not available")
 
-// startEnv creates the mode's databases and starts logistics, then finance, each
-// applying its migrations, both with vars on top of the benchmark's settings. In batch
-// mode it first checks that logistics serves the batch endpoint and returns
-// errBatchUnavailable when it does not.
-func startEnv(ctx context.Context, cl *cluster, bin, mode string, vars map[string]string) (*env, error) {
-	e := &env{mode: mode, bin: bin, dbNames: []string{dbPrefix + mode + "_finance", dbPrefix + mode + "_logistics"}}
-	financeURL, err := cl.create(ctx, mode+"_finance")
+// startEnv creates the databases <label>_finance and <label>_logistics and starts
+// logistics, then finance delivering in mode, each applying its migrations, both with
+// vars on top of the benchmark's settings. In batch mode it first checks that
+// logistics serves the batch endpoint and returns errBatchUnavailable when it does not.
+func startEnv(ctx context.Context, cl *cluster, bin, mode, label string, vars map[string]string) (*env, error) {
+	e := &env{mode: mode, label: label, bin: bin, cl: cl, dbNames: []string{dbPrefix + label + "_finance", dbPrefix + label + "_logistics"}}
+	financeURL, err := cl.create(ctx, label+"_finance")
 	if err != nil {
 		return nil, err
 	}
 	common := serviceVars(vars)
 	var logisticsURL string
-	if e.logistics, logisticsURL, err = startLogistics(ctx, cl, bin, mode+"_logistics", common); err != nil {
+	if e.logistics, logisticsURL, err = startLogistics(ctx, cl, bin, label+"_logistics", common); err != nil {
 		return nil, err
 	}
 	if mode == "batch" {
