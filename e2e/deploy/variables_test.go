@@ -29,7 +29,7 @@ var leftToDefaults = map[string]map[string]string{
 		"RECONCILE_OVERDUE":         "15 minutes past its next attempt is overdue",
 		"LOGISTICS_API_URL":         "derived from LOGISTICS_WEBHOOK_URL: http://logistics:8082",
 		"TRUSTED_PROXIES":           "no proxy stands in front of the published ports: forwarding headers are believed from no one",
-		"DISPATCH_CONCURRENCY":      "its default follows DISPATCH_MODE (64 single, 2 batch); a fixed value would undo batch mode",
+		"DISPATCH_CONCURRENCY":      "its default follows DISPATCH_MODE (100 single, 2 batch); a fixed value would undo batch mode",
 		"SLACK_TOKEN":               secretFromFile,
 		"LOGISTICS_OPS_TOKEN":       secretFromFile,
 	}),
