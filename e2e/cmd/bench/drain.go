@@ -51,34 +51,35 @@ func (e *env) outage(ctx context.Context, p plan, clerks int, progress logf) (Dr
 // leave the mode's databases with hundreds of thousands of rows, their dead tuples
 // and the history finance's chart recounts, none of which River's drains meet. The
 // mode's own services stop meanwhile, so that their processor time does not count in
-// the drains, and start again after them.
+// the drains, and start again after them. The drains' outbox counts join the mode's.
 func (e *env) scaling(ctx context.Context, cfg config, r *ModeResult, progress logf) error {
 	progress("%s: scaling: fresh databases; the mode's services stop meanwhile", e.mode)
-	e.stopAutovacuum()
-	if err := errors.Join(e.finance.Signal(syscall.SIGTERM), e.logistics.Signal(syscall.SIGTERM)); err != nil {
+	if err := e.stopServices(); err != nil {
 		return err
 	}
 	f, err := startEnv(ctx, e.cl, e.bin, e.mode, e.label+"_drains", cfg.vars)
-	if err == nil {
-		e.drains = f
-		f.autovacuum, f.beside = e.autovacuum, e.beside
-		err = f.drainByReplicas(ctx, cfg.plan, r, progress)
-		f.close()
-	}
 	if err != nil {
 		return err
 	}
-	if err := e.logistics.Run(readyWithin); err != nil {
+	e.drains = f
+	f.autovacuum, f.beside = e.autovacuum, e.beside
+	err = f.drainByReplicas(ctx, cfg.plan, r, progress)
+	if err != nil {
+		err = fmt.Errorf("%w\n--- the drains' finance log ---\n%s\n--- the drains' logistics log ---\n%s", err, logTail(f.finance), logTail(f.logistics))
+	}
+	if c, cerr := f.counts(ctx); cerr == nil {
+		e.drained = c
+	}
+	f.close()
+	if err != nil {
 		return err
 	}
-	if err := e.finance.Run(readyWithin); err != nil {
-		return err
-	}
-	return e.startAutovacuum(ctx)
+	return e.startServices(ctx)
 }
 
 // drainByReplicas runs the seeded drains of the scaling phase, and beside right after
-// the first.
+// the first, with this pair's services stopped meanwhile (River's drains run on
+// services of their own, and its CPU counts every logistics process).
 func (e *env) drainByReplicas(ctx context.Context, p plan, r *ModeResult, progress logf) error {
 	for _, n := range []int{1, 2, 4} {
 		progress("%s: scaling: %d events drained by %d dispatcher(s)", e.mode, p.Scaling, n)
@@ -88,10 +89,34 @@ func (e *env) drainByReplicas(ctx context.Context, p plan, r *ModeResult, progre
 			return err
 		}
 		if n == 1 && e.beside != nil {
+			if err := e.stopServices(); err != nil {
+				return err
+			}
 			e.beside()
+			if err := e.startServices(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// stopServices stops the pair's finance and logistics and its stand-in for
+// autovacuum, so that nothing of it runs, or counts, beside another measurement.
+func (e *env) stopServices() error {
+	e.stopAutovacuum()
+	return errors.Join(e.finance.Signal(syscall.SIGTERM), e.logistics.Signal(syscall.SIGTERM))
+}
+
+// startServices starts them again, logistics first as startEnv does.
+func (e *env) startServices(ctx context.Context) error {
+	if err := e.logistics.Run(readyWithin); err != nil {
+		return err
+	}
+	if err := e.finance.Run(readyWithin); err != nil {
+		return err
+	}
+	return e.startAutovacuum(ctx)
 }
 
 // seededDrain starts replicas-1 more dispatchers, seeds events pending rows and
@@ -215,7 +240,8 @@ func (e *env) waitDrained(ctx context.Context, within time.Duration) error {
 	}
 }
 
-// OutboxCounts is the outbox by status at the end of a mode's runs.
+// OutboxCounts is the outbox by status at the end of a mode's runs (the scaling
+// phase's outbox included).
 type OutboxCounts struct {
 	Delivered int64 `json:"delivered"`
 	Pending   int64 `json:"pending"`
@@ -235,5 +261,7 @@ func (e *env) counts(ctx context.Context) (OutboxCounts, error) {
 	if err != nil {
 		return c, fmt.Errorf("outbox counts: %w", err)
 	}
+	d := e.drained
+	c.Delivered, c.Pending, c.Failed, c.NotFound = c.Delivered+d.Delivered, c.Pending+d.Pending, c.Failed+d.Failed, c.NotFound+d.NotFound
 	return c, nil
 }

@@ -43,8 +43,10 @@ type env struct {
 	// beside, when set, runs right after the one-dispatcher drain of the scaling
 	// phase: another drainer measured within the same minutes of the machine.
 	beside func()
-	// drains is the pair of services the scaling phase ran on, kept for its logs.
-	drains *env
+	// drains is the pair of services the scaling phase ran on, kept for its logs;
+	// drained its outbox's counts at the end.
+	drains  *env
+	drained OutboxCounts
 }
 
 // errBatchUnavailable means logistics has no batch endpoint yet.
@@ -63,6 +65,7 @@ func startEnv(ctx context.Context, cl *cluster, bin, mode, label string, vars ma
 	common := serviceVars(vars)
 	var logisticsURL string
 	if e.logistics, logisticsURL, err = startLogistics(ctx, cl, bin, label+"_logistics", common); err != nil {
+		e.close() // a logistics that did not get ready may still run
 		return nil, err
 	}
 	if mode == "batch" {

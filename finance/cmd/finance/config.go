@@ -173,9 +173,9 @@ func checkMode(m string) error {
 // 20,000 seeded events with one replica at 6,701 events/s against 4,050. In single
 // mode each request carries one event, so many go at once: make bench-short's drain
 // of 1,500 seeded events went from 856 events/s with 16 in flight to 1,284 with 64,
-// as each claim and each settling statement then carries several events; 100
-// measured no better than 64 in the full run's drain of 20,000 (971 against 1,296
-// events/s, one dispatcher).
+// as each claim and each settling statement then carries several events; in
+// alternating drains of 20,000 by one dispatcher, 100 delivered 1,109-1,239 events/s
+// where 64 delivered 955-982.
 func defaultConcurrency(mode string) int {
 	if mode == delivery.ModeBatch {
 		return delivery.BatchConcurrency
