@@ -73,13 +73,15 @@ func parseEvent(body []byte) (event, error) {
 	if err != nil {
 		return event{}, problem.New(http.StatusBadRequest, slugMalformed, err.Error())
 	}
+	// The tree has passed every check but the names of the members bound to fields,
+	// which DecodeObject reads from it rather than walking the body again.
 	var env envelope
-	if err := extensible.Decode(body, &env); err != nil {
+	if err := extensible.DecodeObject(body, root, &env); err != nil {
 		return event{}, typeProblem("", err)
 	}
 	var data eventData
-	if isObject(env.Data) {
-		if err := extensible.Decode(env.Data, &data); err != nil {
+	if members, ok := root["data"].(map[string]any); ok && isObject(env.Data) {
+		if err := extensible.DecodeObject(env.Data, members, &data); err != nil {
 			return event{}, typeProblem("data.", err)
 		}
 	}
@@ -88,11 +90,11 @@ func parseEvent(body []byte) (event, error) {
 		return event{}, problem.Invalid("the event is invalid", fields...)
 	}
 	fact := map[string]any{"type": root["type"], "sequence": root["sequence"], "data": root["data"]}
-	if ev.Hash, err = inbox.Hash(fact); err != nil {
+	if ev.Hash, err = inbox.HashDecoded(fact); err != nil {
 		return event{}, fmt.Errorf("hash event: %w", err)
 	}
 	fact["id"], fact["occurred_at"] = root["id"], root["occurred_at"]
-	if ev.PriorHash, err = inbox.Hash(fact); err != nil {
+	if ev.PriorHash, err = inbox.HashDecoded(fact); err != nil {
 		return event{}, fmt.Errorf("hash event: %w", err)
 	}
 	return ev, nil

@@ -57,3 +57,19 @@ func Hash(v any) ([]byte, error) {
 	}
 	return HashJSON(raw)
 }
+
+// HashDecoded is Hash for v made only of what encoding/json decodes into an interface
+// with UseNumber on: map[string]any, []any, string, json.Number, bool and nil, such
+// as the parts of a request decoded that way. Such a v is already in canonical form
+// but for its encoding, so HashDecoded encodes it once, where Hash encodes, decodes
+// and encodes again; the sum is the same.
+func HashDecoded(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("inbox: hash: %w", err)
+	}
+	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}))
+	return sum[:], nil
+}

@@ -2,6 +2,7 @@ package inbox_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,4 +50,28 @@ func TestHashIgnoresEncodingDifferences(t *testing.T) {
 	c, err := inbox.Hash(map[string]any{"n": []int{2, 1}, "id": "x"})
 	require.NoError(t, err)
 	require.False(t, bytes.Equal(a, c))
+}
+
+// FuzzHashDecodedIsHash decodes documents as HashDecoded's callers do (an interface,
+// UseNumber on) and checks that HashDecoded gives Hash's sum.
+func FuzzHashDecodedIsHash(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"invoice.paid","sequence":2,"data":{"total_minor":1250,"note":"<a&b>","x":[1.0,1e2,-0,null,true]}}`,
+		`{"s":"\u2028\u2029\ud800 \u00e9 \\ \" \/ \t"}`, `[12345678901234567890, 0.1]`, `"x"`, `{}`, `null`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil {
+			return
+		}
+		want, err := inbox.Hash(v)
+		require.NoError(t, err)
+		got, err := inbox.HashDecoded(v)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%q", doc)
+	})
 }

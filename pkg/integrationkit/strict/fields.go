@@ -11,6 +11,10 @@ import (
 // type: its fields by JSON name, embedded structs' fields promoted.
 type fieldSet struct {
 	byName map[string]reflect.Type
+	// flat says no field binds members of its own: each takes a scalar, a
+	// json.RawMessage, an interface or a type that unmarshals itself, none of which
+	// the walk checks beyond duplicates and depth.
+	flat bool
 }
 
 // folds reports whether name matches a field only when case is ignored, the match
@@ -89,13 +93,28 @@ func collect(t reflect.Type) *fieldSet {
 			}
 		}
 	}
-	fs := &fieldSet{byName: make(map[string]reflect.Type, len(claims))}
+	fs := &fieldSet{byName: make(map[string]reflect.Type, len(claims)), flat: true}
 	for name, cs := range claims {
 		if typ, ok := dominant(cs); ok {
 			fs.byName[name] = typ
+			fs.flat = fs.flat && bindsNoMembers(typ)
 		}
 	}
 	return fs
+}
+
+// bindsNoMembers reports whether a value bound to t is checked for duplicates and
+// depth only: t binds no object members or array elements to types of its own.
+func bindsNoMembers(t reflect.Type) bool {
+	t = bound(t)
+	if t == nil || t == rawMessageType {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map, reflect.Slice, reflect.Array:
+		return false
+	}
+	return true
 }
 
 // dominant is the field that binds a name among the candidates claiming it.

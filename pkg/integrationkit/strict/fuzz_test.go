@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -96,4 +97,47 @@ func jsonEqual(t *testing.T, a, b order) bool {
 		t.Fatalf("marshal: %v %v", errA, errB)
 	}
 	return bytes.Equal(ja, jb)
+}
+
+// flat is a struct whose fields bind no members of their own, as envelopes are.
+type flat struct {
+	ID       string          `json:"id"`
+	Sequence *int64          `json:"sequence"`
+	Data     json.RawMessage `json:"data"`
+	Any      any             `json:"any"`
+	Plain    string
+}
+
+// FuzzDecodeObjectIsDecode feeds documents Decode accepts into a map to DecodeObject,
+// into flat and into order (whose fields bind members, so DecodeObject falls back on
+// Decode): the error, or the value stored, must be Decode's, the same to the byte.
+func FuzzDecodeObjectIsDecode(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"a","sequence":3,"data":{"x":[1,2]},"any":{"k":null},"Plain":"p","other":1}`,
+		`{"ID":"a"}`, `{"id":"a","Sequence":1}`, `{"plain":"p"}`, `{"id":1}`, `{"sequence":"1"}`, `{"sequence":1.5}`,
+		`{"other":{"ID":1},"id":"b"}`, `{"lines":[{"Quantity":1}]}`, `{"id\u017f":"a"}`, `{}`,
+	} {
+		f.Add([]byte(seed), false)
+		f.Add([]byte(seed), true)
+	}
+	f.Fuzz(func(t *testing.T, doc []byte, allowUnknown bool) {
+		var members map[string]any
+		if err := (strict.Decoder{UseNumber: true}).Decode(doc, &members); err != nil || members == nil {
+			return
+		}
+		d := strict.Decoder{AllowUnknown: allowUnknown}
+		var got, want flat
+		if err, wantErr := d.DecodeObject(doc, members, &got), d.Decode(doc, &want); fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("%q into flat: DecodeObject says %v, Decode %v", doc, err, wantErr)
+		}
+		a, errA := json.Marshal(got)
+		b, errB := json.Marshal(want)
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Fatalf("%q into flat: DecodeObject stores %s, Decode %s (%v, %v)", doc, a, b, errA, errB)
+		}
+		var gotOrder, wantOrder order
+		if err, wantErr := d.DecodeObject(doc, members, &gotOrder), d.Decode(doc, &wantOrder); fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("%q into order: DecodeObject says %v, Decode %v", doc, err, wantErr)
+		}
+	})
 }

@@ -56,6 +56,11 @@ func (d Decoder) Decode(data []byte, v any) error {
 	if err := d.check(data, rv.Type().Elem()); err != nil {
 		return err
 	}
+	return d.decode(data, v)
+}
+
+// decode stores data in v as Decode does once data has passed the checks.
+func (d Decoder) decode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if !d.AllowUnknown {
 		dec.DisallowUnknownFields()
@@ -64,6 +69,41 @@ func (d Decoder) Decode(data []byte, v any) error {
 		dec.UseNumber()
 	}
 	return dec.Decode(v)
+}
+
+// DecodeObject is Decode for data, a JSON object that Decode has already accepted into
+// members (a map[string]any: so data names no member twice, nests no deeper than
+// MaxDepth and holds nothing after the object), stored in v, a pointer to a struct. When
+// no field of the struct binds members of its own (its fields take scalars,
+// json.RawMessage and the like), all that is left to check is members' names against
+// the fields, and that needs no second walk of the document: DecodeObject checks the
+// names and decodes. When a name is refused, or the struct has fields that bind
+// members, it is Decode, which names the first culprit in document order. The result
+// is Decode's in every case.
+func (d Decoder) DecodeObject(data []byte, members map[string]any, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Type().Elem().Kind() != reflect.Struct {
+		return d.Decode(data, v)
+	}
+	fs := fieldsOf(rv.Type().Elem())
+	if !fs.flat || !d.namesFit(fs, members) {
+		return d.Decode(data, v)
+	}
+	return d.decode(data, v)
+}
+
+// namesFit reports whether every name of members binds to a field of fs exactly or,
+// with AllowUnknown, matches none even case-insensitively.
+func (d Decoder) namesFit(fs *fieldSet, members map[string]any) bool {
+	for name := range members {
+		if _, exact := fs.byName[name]; exact {
+			continue
+		}
+		if !d.AllowUnknown || fs.folds(name) {
+			return false
+		}
+	}
+	return true
 }
 
 // check walks the tokens of data against t without storing anything.
