@@ -106,8 +106,18 @@ func (d Decoder) namesFit(fs *fieldSet, members map[string]any) bool {
 	return true
 }
 
-// check walks the tokens of data against t without storing anything.
+// check checks data against t without storing anything: by walking its tokens, or,
+// for a document bound to nothing but interfaces (such as a map[string]any), by a
+// scan of its bytes when that finds it clean, which spares the walk's cost per token.
 func (d Decoder) check(data []byte, t reflect.Type) error {
+	if untyped(t) && clean(data) {
+		return nil
+	}
+	return d.walk(data, t)
+}
+
+// walk walks the tokens of data against t.
+func (d Decoder) walk(data []byte, t reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // a number's range is the decoding's concern, not the walk's
 	s := scanner{dec: dec, allowUnknown: d.AllowUnknown}
