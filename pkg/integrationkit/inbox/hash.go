@@ -23,11 +23,21 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("inbox: canonicalize: data after the JSON value")
 	}
+	c, err := encode(v)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: canonicalize: %w", err)
+	}
+	return c, nil
+}
+
+// encode is the canonical form of a decoded value: encoding/json's (keys sorted, no
+// insignificant whitespace) without HTML escaping, and without the final newline.
+func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("inbox: canonicalize: %w", err)
+		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
@@ -64,12 +74,10 @@ func Hash(v any) ([]byte, error) {
 // but for its encoding, so HashDecoded encodes it once, where Hash encodes, decodes
 // and encodes again; the sum is the same.
 func HashDecoded(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	c, err := encode(v)
+	if err != nil {
 		return nil, fmt.Errorf("inbox: hash: %w", err)
 	}
-	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}))
+	sum := sha256.Sum256(c)
 	return sum[:], nil
 }
