@@ -9,6 +9,7 @@ import (
 	"handoff/finance/internal/invoice"
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/idempotency"
+	"handoff/pkg/integrationkit/problem"
 	"handoff/pkg/integrationkit/strict"
 )
 
@@ -32,6 +33,7 @@ func Register(g *echo.Group, svc *invoice.Service, tokens auth.Tokens, idem *ide
 	clerk := tokens.Require(Role)
 	once := idem.Handler()
 	none := strict.Query()
+	mapErrors := problem.MapWith(problemFor)
 	g.POST("/v1/invoices", mapErrors(h.issue), clerk, none, once)
 	g.GET("/v1/invoices", mapErrors(h.list), clerk, strict.Query(filterParams...))
 	g.GET("/v1/invoices/:id", mapErrors(h.get), clerk, none)

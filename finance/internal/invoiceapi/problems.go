@@ -4,8 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
-
 	"handoff/finance/internal/invoice"
 	"handoff/pkg/integrationkit/problem"
 )
@@ -22,25 +20,22 @@ var domainProblems = problem.Table{
 	problem.When(invoice.ErrRefundExists, http.StatusConflict, "refund-exists", "a refund with this refund_id is already recorded for another invoice"),
 }
 
-// mapErrors turns the errors a handler returns into problems, in this one place;
+// problemFor turns the errors a handler returns into problems, in this one place;
 // errors it does not know stay as they are and become a logged 500.
-func mapErrors(h echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		return problemFor(h(c))
-	}
-}
-
 func problemFor(err error) error {
-	if err == nil {
-		return nil
-	}
 	var invalid *invoice.ValidationError
 	if errors.As(err, &invalid) {
-		fields := make([]problem.FieldError, len(invalid.Fields))
-		for i, f := range invalid.Fields {
-			fields[i] = problem.FieldError(f)
-		}
-		return problem.Invalid("the request is not valid", fields...)
+		return InvalidInput(invalid)
 	}
 	return domainProblems.Map(err)
+}
+
+// InvalidInput is the problem answering an invoice input with invalid fields: a 400
+// validation-failed listing each of them. The ops API answers the error alike.
+func InvalidInput(invalid *invoice.ValidationError) *problem.Problem {
+	fields := make([]problem.FieldError, len(invalid.Fields))
+	for i, f := range invalid.Fields {
+		fields[i] = problem.FieldError(f)
+	}
+	return problem.Invalid("the request is not valid", fields...)
 }

@@ -7,6 +7,7 @@ import (
 
 	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/auth"
+	"handoff/pkg/integrationkit/problem"
 	"handoff/pkg/integrationkit/strict"
 )
 
@@ -34,7 +35,7 @@ const Role = "ops"
 // list is a 400 unknown-parameter, checked after the token.
 func Register(g *echo.Group, svc *ops.Service, tokens auth.Tokens) {
 	h := handlers{svc: svc}
-	o := g.Group("/v1/ops", tokens.Require(Role), mapErrors)
+	o := g.Group("/v1/ops", tokens.Require(Role), problem.MapWith(problemFor))
 	none := strict.Query()
 	o.GET("/outbox/stats", h.stats, none)
 	o.GET("/outbox/events", h.list, strict.Query(listParams...))

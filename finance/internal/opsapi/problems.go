@@ -4,9 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
-
 	"handoff/finance/internal/invoice"
+	"handoff/finance/internal/invoiceapi"
 	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/problem"
@@ -26,18 +25,9 @@ var domainProblems = problem.Table{
 	problem.When(invoice.ErrNotFound, http.StatusNotFound, "invoice-not-found", "no invoice has this id or number"),
 }
 
-// mapErrors turns the errors a handler returns into problems, in this one place;
+// problemFor turns the errors a handler returns into problems, in this one place;
 // errors it does not know stay as they are and become a logged 500.
-func mapErrors(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		return problemFor(next(c))
-	}
-}
-
 func problemFor(err error) error {
-	if err == nil {
-		return nil
-	}
 	var fe *outbox.FilterError
 	if errors.As(err, &fe) {
 		return problem.Invalid("the request is not valid", problem.FieldError{Field: fe.Field, Detail: fe.Detail})
@@ -48,11 +38,7 @@ func problemFor(err error) error {
 	}
 	var invalid *invoice.ValidationError
 	if errors.As(err, &invalid) {
-		fields := make([]problem.FieldError, len(invalid.Fields))
-		for i, f := range invalid.Fields {
-			fields[i] = problem.FieldError(f)
-		}
-		return problem.Invalid("the request is not valid", fields...)
+		return invoiceapi.InvalidInput(invalid)
 	}
 	return domainProblems.Map(err)
 }

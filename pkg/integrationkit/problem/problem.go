@@ -172,3 +172,17 @@ func (t Table) Map(err error) error {
 	}
 	return err
 }
+
+// MapWith returns the middleware that passes every error its handler returns through
+// mapErr (a nil error is not passed): an API's one place that turns the errors of its
+// domain into problems, mapErr usually ending in a Table's Map.
+func MapWith(mapErr func(error) error) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if err := next(c); err != nil {
+				return mapErr(err)
+			}
+			return nil
+		}
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
 	"handoff/pkg/integrationkit/problem"
@@ -50,6 +52,23 @@ func TestTableMatchReturnsTheRule(t *testing.T) {
 	require.Equal(t, "the thing is taken", r.Detail)
 	_, ok = table.Match(errors.New("other"))
 	require.False(t, ok)
+}
+
+func TestMapWithPassesAHandlersErrorsThroughTheMapping(t *testing.T) {
+	t.Parallel()
+	var passed []error
+	mw := problem.MapWith(func(err error) error {
+		passed = append(passed, err)
+		return table.Map(err)
+	})
+	c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/", nil), httptest.NewRecorder())
+	require.NoError(t, mw(func(echo.Context) error { return nil })(c))
+	require.Empty(t, passed, "a nil error is not passed")
+	got := mw(func(echo.Context) error { return fmt.Errorf("load: %w", errMissing) })(c)
+	require.Equal(t, problem.New(http.StatusNotFound, "thing-not-found", "no thing has this id"), got)
+	other := errors.New("other")
+	require.Equal(t, other, mw(func(echo.Context) error { return other })(c))
+	require.Len(t, passed, 2)
 }
 
 func ExampleTable() {
