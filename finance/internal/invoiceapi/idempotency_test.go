@@ -12,16 +12,24 @@ import (
 	"handoff/pkg/integrationkit/idempotency"
 )
 
+// requireReplayed posts body to path twice under key and checks that the second answer
+// replays the first: 201 both times, the same body, marked replayed. It returns both.
+func (b *bundle) requireReplayed(t *testing.T, path, body, key string) (first, again *httptest.ResponseRecorder) {
+	t.Helper()
+	first = b.do(t, http.MethodPost, path, body, idempotency.HeaderKey, key)
+	require.Equal(t, http.StatusCreated, first.Code, first.Body.String())
+	again = b.do(t, http.MethodPost, path, body, idempotency.HeaderKey, key)
+	require.Equal(t, http.StatusCreated, again.Code)
+	require.Equal(t, first.Body.Bytes(), again.Body.Bytes())
+	require.Equal(t, "true", again.Header().Get(idempotency.HeaderReplayed))
+	return first, again
+}
+
 func TestIssueWithIdempotencyKeyReplays(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 
-	first := b.do(t, http.MethodPost, "/v1/invoices", palletInvoice, idempotency.HeaderKey, "issue-1")
-	require.Equal(t, http.StatusCreated, first.Code)
-	again := b.do(t, http.MethodPost, "/v1/invoices", palletInvoice, idempotency.HeaderKey, "issue-1")
-	require.Equal(t, http.StatusCreated, again.Code)
-	require.Equal(t, first.Body.Bytes(), again.Body.Bytes())
-	require.Equal(t, "true", again.Header().Get(idempotency.HeaderReplayed))
+	first, again := b.requireReplayed(t, "/v1/invoices", palletInvoice, "issue-1")
 	require.Equal(t, first.Header().Get("Location"), again.Header().Get("Location"))
 
 	other := `{"customer_id":"cust-43","currency":"EUR","total_minor":1}`
@@ -37,12 +45,7 @@ func TestPaymentWithIdempotencyKeyReplaysInsteadOf409(t *testing.T) {
 	path := "/v1/invoices/" + inv.ID + "/payments"
 	body := `{"payment_id":"pay-1","amount_minor":12000}`
 
-	first := b.do(t, http.MethodPost, path, body, idempotency.HeaderKey, "pay-key")
-	require.Equal(t, http.StatusCreated, first.Code)
-	again := b.do(t, http.MethodPost, path, body, idempotency.HeaderKey, "pay-key")
-	require.Equal(t, http.StatusCreated, again.Code)
-	require.Equal(t, first.Body.Bytes(), again.Body.Bytes())
-	require.Equal(t, "true", again.Header().Get(idempotency.HeaderReplayed))
+	b.requireReplayed(t, path, body, "pay-key")
 	require.Equal(t, 1, b.counts(t).Payments)
 }
 
@@ -89,11 +92,7 @@ func TestRefundWithIdempotencyKeyReplays(t *testing.T) {
 	path := "/v1/invoices/" + inv.ID + "/refunds"
 	body := `{"refund_id":"ref-1","reason":"damaged"}`
 
-	first := b.do(t, http.MethodPost, path, body, idempotency.HeaderKey, "ref-key")
-	require.Equal(t, http.StatusCreated, first.Code)
-	again := b.do(t, http.MethodPost, path, body, idempotency.HeaderKey, "ref-key")
-	require.Equal(t, first.Body.Bytes(), again.Body.Bytes())
-	require.Equal(t, "true", again.Header().Get(idempotency.HeaderReplayed))
+	b.requireReplayed(t, path, body, "ref-key")
 
 	// An answered error is stored too: the same key keeps answering the same way.
 	conflict := b.do(t, http.MethodPost, path, `{"refund_id":"ref-2"}`, idempotency.HeaderKey, "ref-key-2")
