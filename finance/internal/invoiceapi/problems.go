@@ -25,17 +25,7 @@ var domainProblems = problem.Table{
 func problemFor(err error) error {
 	var invalid *invoice.ValidationError
 	if errors.As(err, &invalid) {
-		return InvalidInput(invalid)
+		return problem.InvalidFields("the request is not valid", invalid.Fields)
 	}
 	return domainProblems.Map(err)
-}
-
-// InvalidInput is the problem answering an invoice input with invalid fields: a 400
-// validation-failed listing each of them. The ops API answers the error alike.
-func InvalidInput(invalid *invoice.ValidationError) *problem.Problem {
-	fields := make([]problem.FieldError, len(invalid.Fields))
-	for i, f := range invalid.Fields {
-		fields[i] = problem.FieldError(f)
-	}
-	return problem.Invalid("the request is not valid", fields...)
 }

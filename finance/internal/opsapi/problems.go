@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"handoff/finance/internal/invoice"
-	"handoff/finance/internal/invoiceapi"
 	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/problem"
@@ -38,7 +37,7 @@ func problemFor(err error) error {
 	}
 	var invalid *invoice.ValidationError
 	if errors.As(err, &invalid) {
-		return invoiceapi.InvalidInput(invalid)
+		return problem.InvalidFields("the request is not valid", invalid.Fields)
 	}
 	return domainProblems.Map(err)
 }

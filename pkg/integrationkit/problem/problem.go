@@ -55,6 +55,17 @@ func Invalid(detail string, fields ...FieldError) *Problem {
 	return p
 }
 
+// InvalidFields is Invalid for a domain's own field errors: any struct of a Field and
+// a Detail string (without tags), so that a domain package reports its invalid fields
+// without importing this one.
+func InvalidFields[F ~struct{ Field, Detail string }](detail string, fields []F) *Problem {
+	out := make([]FieldError, len(fields))
+	for i, f := range fields {
+		out[i] = FieldError(f)
+	}
+	return Invalid(detail, out...)
+}
+
 func (p *Problem) Error() string {
 	return fmt.Sprintf("%d %s: %s", p.Status, p.Type, p.Detail)
 }

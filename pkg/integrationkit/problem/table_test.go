@@ -71,6 +71,19 @@ func TestMapWithPassesAHandlersErrorsThroughTheMapping(t *testing.T) {
 	require.Len(t, passed, 2)
 }
 
+func TestInvalidFieldsListsADomainsFieldErrors(t *testing.T) {
+	t.Parallel()
+	type domainFieldError struct{ Field, Detail string }
+	got := problem.InvalidFields("the request is not valid", []domainFieldError{
+		{Field: "lines[0].quantity", Detail: "must be positive"},
+		{Field: "currency", Detail: "must be three letters"},
+	})
+	require.Equal(t, problem.Invalid("the request is not valid",
+		problem.FieldError{Field: "lines[0].quantity", Detail: "must be positive"},
+		problem.FieldError{Field: "currency", Detail: "must be three letters"}), got)
+	require.Equal(t, http.StatusBadRequest, got.Status)
+}
+
 func ExampleTable() {
 	errNotFound := errors.New("invoice not found")
 	answers := problem.Table{
