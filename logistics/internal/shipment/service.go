@@ -76,51 +76,52 @@ func (s *Service) ApplyEvents(ctx context.Context, tx bun.IDB, evs []Event) ([]O
 // It returns ErrNotFound, a *VersionError when version is not the current one, or a
 // *TransitionError when the state machine forbids the move; nothing changes then.
 func (s *Service) Move(ctx context.Context, id uuid.UUID, to State, version int64) (Detail, error) {
-	var out Detail
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return s.detail(ctx, nil, "move shipment", id, func(ctx context.Context, tx bun.Tx) (Shipment, error) {
 		cur, err := s.store.lockByID(ctx, tx, id)
 		if err != nil {
-			return err
+			return Shipment{}, err
 		}
 		if cur.Version != version {
-			return &VersionError{Given: version, Current: cur.Version}
+			return Shipment{}, &VersionError{Given: version, Current: cur.Version}
 		}
 		if !CanMove(cur.State, to) {
-			return &TransitionError{From: cur.State, To: to}
+			return Shipment{}, &TransitionError{From: cur.State, To: to}
 		}
 		next := cur
 		next.State, next.Version = to, cur.Version+1
-		if out.Shipment, err = s.store.update(ctx, tx, next); err != nil {
-			return err
+		moved, err := s.store.update(ctx, tx, next)
+		if err != nil {
+			return Shipment{}, err
 		}
 		err = s.store.addChanges(ctx, tx, []change{{shipmentID: id, Change: Change{
 			From: cur.State, To: to, Version: next.Version, Cause: CauseWarehouse,
 		}}})
-		if err != nil {
-			return err
-		}
-		out.History, err = s.store.history(ctx, tx, id)
-		return err
+		return moved, err
 	})
-	if err != nil {
-		return Detail{}, fmt.Errorf("move shipment: %w", err)
-	}
-	return out, nil
 }
 
 // Get returns the shipment with its history, or ErrNotFound.
 func (s *Service) Get(ctx context.Context, id uuid.UUID) (Detail, error) {
+	return s.detail(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, "get shipment", id,
+		func(ctx context.Context, tx bun.Tx) (Shipment, error) { return s.store.get(ctx, tx, id) })
+}
+
+// detail runs shipmentOf in a transaction of opts and returns the shipment it answers
+// with the history of shipment id, read in the same transaction. An error is wrapped
+// in what: the operation's name.
+func (s *Service) detail(ctx context.Context, opts *sql.TxOptions, what string, id uuid.UUID,
+	shipmentOf func(ctx context.Context, tx bun.Tx) (Shipment, error)) (Detail, error) {
 	var out Detail
-	err := s.db.RunInTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		if out.Shipment, err = s.store.get(ctx, tx, id); err != nil {
+		if out.Shipment, err = shipmentOf(ctx, tx); err != nil {
 			return err
 		}
 		out.History, err = s.store.history(ctx, tx, id)
 		return err
 	})
 	if err != nil {
-		return Detail{}, fmt.Errorf("get shipment: %w", err)
+		return Detail{}, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
