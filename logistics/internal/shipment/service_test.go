@@ -49,6 +49,31 @@ func (b bundle) applied(t *testing.T, ev shipment.Event) shipment.Result {
 	return res
 }
 
+// applyBehind applies ev in a transaction of its own while tx, which holds ev's
+// invoice lock, is open: it waits until the application waits on a lock, then commits
+// tx and returns what the application answers.
+func (b bundle) applyBehind(t *testing.T, tx bun.Tx, ev shipment.Event) (shipment.Result, error) {
+	t.Helper()
+	type result struct {
+		res shipment.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := b.apply(ev)
+		done <- result{res, err}
+	}()
+	require.Eventually(t, func() bool {
+		var n int
+		err := b.db.NewRaw(`SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(context.Background(), &n)
+		return err == nil && n == 1
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, tx.Commit())
+	got := <-done
+	return got.res, got.err
+}
+
 // waiting creates a waiting shipment for a new invoice, as its invoice.paid would.
 func (b bundle) waiting(t *testing.T) (uuid.UUID, shipment.Detail) {
 	t.Helper()
@@ -211,26 +236,9 @@ func TestConcurrentFirstEventsOfAnInvoice(t *testing.T) {
 	_, err = b.svc.ApplyEvent(ctx, tx, event(shipment.InvoiceIssued, inv, 1))
 	require.NoError(t, err)
 
-	type result struct {
-		res shipment.Result
-		err error
-	}
-	second := make(chan result, 1)
-	go func() {
-		res, err := b.apply(event(shipment.InvoicePaid, inv, 2))
-		second <- result{res, err}
-	}()
-	require.Eventually(t, func() bool {
-		var n int
-		err := b.db.NewRaw(`SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(ctx, &n)
-		return err == nil && n == 1
-	}, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, tx.Commit())
-
-	got := <-second
-	require.NoError(t, got.err)
-	require.Equal(t, shipment.ResultApplied, got.res)
+	res, err := b.applyBehind(t, tx, event(shipment.InvoicePaid, inv, 2))
+	require.NoError(t, err)
+	require.Equal(t, shipment.ResultApplied, res)
 	d := b.byInvoice(t, inv)
 	require.Equal(t, shipment.Waiting, d.State)
 	require.EqualValues(t, 2, d.Version)
