@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -84,4 +85,19 @@ func Do(t testing.TB, req *http.Request) Response {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+}
+
+// Call sends method to url with token as its bearer token (none when token is empty)
+// and body as JSON (none when body is empty), as Do does, and reads the answer.
+func Call(t testing.TB, method, url, token, body string) Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return Do(t, req)
 }

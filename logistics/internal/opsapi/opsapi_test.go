@@ -84,12 +84,7 @@ type page struct {
 
 func (b bundle) get(t *testing.T, token string, q url.Values) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, b.url+"/v1/ops/processed-events?"+q.Encode(), nil)
-	require.NoError(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	r := logisticstest.Do(t, req)
+	r := logisticstest.Call(t, http.MethodGet, b.url+"/v1/ops/processed-events?"+q.Encode(), token, "")
 	return r.Status, r.Body
 }
 

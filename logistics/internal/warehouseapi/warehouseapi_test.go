@@ -53,15 +53,7 @@ func (b bundle) paid(t *testing.T) uuid.UUID {
 
 func (b bundle) do(t *testing.T, method, path, token, body string) logisticstest.Response {
 	t.Helper()
-	req, err := http.NewRequest(method, b.url+path, strings.NewReader(body))
-	require.NoError(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return logisticstest.Do(t, req)
+	return logisticstest.Call(t, method, b.url+path, token, body)
 }
 
 func (b bundle) get(t *testing.T, path string) logisticstest.Response {
