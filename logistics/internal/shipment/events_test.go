@@ -68,26 +68,3 @@ func TestApplyEventsGivesEachEventItsOwnOutcome(t *testing.T) {
 	}
 	require.EqualValues(t, 4, b.count(t, "shipments"))
 }
-
-// A batch and a single application creating the same invoice's shipment take the
-// same invoice lock: the later waits, then applies to the earlier one's shipment.
-func TestBatchAndSingleApplicationsOfOneInvoiceSerialise(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	inv := uuid.New()
-
-	tx, err := b.db.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	outs, err := b.svc.ApplyEvents(ctx, tx, []shipment.Event{event(shipment.InvoiceIssued, inv, 1)})
-	require.NoError(t, err)
-	require.Equal(t, []shipment.Outcome{{Result: shipment.ResultApplied}}, outs)
-
-	_, err = b.applyBehind(t, tx, event(shipment.InvoicePaid, inv, 2))
-	require.NoError(t, err)
-
-	d := b.byInvoice(t, inv)
-	require.Equal(t, shipment.Waiting, d.State)
-	require.EqualValues(t, 2, d.Version)
-	require.Len(t, d.History, 2)
-}

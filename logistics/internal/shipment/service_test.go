@@ -223,25 +223,40 @@ func TestGetUnknownShipment(t *testing.T) {
 	require.ErrorIs(t, err, shipment.ErrNotFound)
 }
 
-// Two first events of one invoice race: the loser waits on the invoice's lock,
-// then applies its event to the winner's shipment instead of failing.
+// Two first events of one invoice race, the first applied alone or in a batch: the
+// loser waits on the invoice's lock, which a batch takes as a single application
+// does, then applies its event to the winner's shipment instead of failing.
 func TestConcurrentFirstEventsOfAnInvoice(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	inv := uuid.New()
+	for name, first := range map[string]func(t *testing.T, b bundle, tx bun.Tx, ev shipment.Event){
+		"single": func(t *testing.T, b bundle, tx bun.Tx, ev shipment.Event) {
+			_, err := b.svc.ApplyEvent(context.Background(), tx, ev)
+			require.NoError(t, err)
+		},
+		"batch": func(t *testing.T, b bundle, tx bun.Tx, ev shipment.Event) {
+			outs, err := b.svc.ApplyEvents(context.Background(), tx, []shipment.Event{ev})
+			require.NoError(t, err)
+			require.Equal(t, []shipment.Outcome{{Result: shipment.ResultApplied}}, outs)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			inv := uuid.New()
 
-	tx, err := b.db.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	_, err = b.svc.ApplyEvent(ctx, tx, event(shipment.InvoiceIssued, inv, 1))
-	require.NoError(t, err)
+			tx, err := b.db.BeginTx(context.Background(), nil)
+			require.NoError(t, err)
+			first(t, b, tx, event(shipment.InvoiceIssued, inv, 1))
 
-	res, err := b.applyBehind(t, tx, event(shipment.InvoicePaid, inv, 2))
-	require.NoError(t, err)
-	require.Equal(t, shipment.ResultApplied, res)
-	d := b.byInvoice(t, inv)
-	require.Equal(t, shipment.Waiting, d.State)
-	require.EqualValues(t, 2, d.Version)
+			res, err := b.applyBehind(t, tx, event(shipment.InvoicePaid, inv, 2))
+			require.NoError(t, err)
+			require.Equal(t, shipment.ResultApplied, res)
+			d := b.byInvoice(t, inv)
+			require.Equal(t, shipment.Waiting, d.State)
+			require.EqualValues(t, 2, d.Version)
+			require.Len(t, d.History, 2)
+		})
+	}
 }
 
 func TestListPagesInCreationOrder(t *testing.T) {
