@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/uptrace/bun"
 
 	"handoff/finance/internal/audit"
 	"handoff/finance/internal/insight"
@@ -116,26 +117,34 @@ type outboxCLI struct {
 // withOutbox runs f with the ops service on DATABASE_URL. A refusal of what the
 // command line said (an invalid filter or reason, a bad cursor) becomes a mistake on
 // the command line, so it exits 2 with the command's usage.
-func (e env) withOutbox(ctx context.Context, f func(c outboxCLI) error) (err error) {
+func (e env) withOutbox(ctx context.Context, f func(c outboxCLI) error) error {
 	cfg, err := e.config("outbox")
 	if err != nil {
 		return err
 	}
-	db, err := pgdb.Open(ctx, cfg.DatabaseURL, 4)
+	return withDB(ctx, cfg.DatabaseURL, func(db *bun.DB) error {
+		svc, closeOps, err := newOps(db, cfg, newGuard(cfg), logging.New(e.stderr, "finance", cfg.LogLevel))
+		if err != nil {
+			return err
+		}
+		defer closeOps()
+		causes, err := insight.New(db)
+		if err != nil {
+			return err
+		}
+		return commandLine(f(outboxCLI{svc: svc, causes: causes, out: e.stdout, progress: e.stderr, destination: cfg.WebhookURL}))
+	})
+}
+
+// withDB runs f on the small pool a command other than serve uses on the database at
+// url, and closes the pool after f.
+func withDB(ctx context.Context, url string, f func(db *bun.DB) error) (err error) {
+	db, err := pgdb.Open(ctx, url, 4)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	svc, closeOps, err := newOps(db, cfg, newGuard(cfg), logging.New(e.stderr, "finance", cfg.LogLevel))
-	if err != nil {
-		return err
-	}
-	defer closeOps()
-	causes, err := insight.New(db)
-	if err != nil {
-		return err
-	}
-	return commandLine(f(outboxCLI{svc: svc, causes: causes, out: e.stdout, progress: e.stderr, destination: cfg.WebhookURL}))
+	return f(db)
 }
 
 // commandLine marks the errors that refuse what the command line said as mistakes on

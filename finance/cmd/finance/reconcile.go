@@ -9,9 +9,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"handoff/finance/internal/reconcile"
 	"handoff/pkg/integrationkit/cli"
-	"handoff/pkg/integrationkit/pgdb"
 )
 
 // errDiscrepancies makes `finance reconcile` exit 1 when it found any.
@@ -46,7 +47,7 @@ func (e env) reconcileCommand() cli.Command {
 	}
 }
 
-func (e env) reconcile(ctx context.Context, since sinceFlag, asJSON bool) (err error) {
+func (e env) reconcile(ctx context.Context, since sinceFlag, asJSON bool) error {
 	cfg, err := e.config("reconcile")
 	if err != nil {
 		return err
@@ -56,38 +57,35 @@ func (e env) reconcile(ctx context.Context, since sinceFlag, asJSON bool) (err e
 	if err != nil {
 		return err
 	}
-	db, err := pgdb.Open(ctx, cfg.DatabaseURL, 4)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, db.Close()) }()
-	progress := func(read int) {
-		fmt.Fprintf(e.stderr, "reconcile: %d processed events read from logistics so far\n", read)
-	}
-	rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, newGuard(cfg), nil, slog.New(slog.DiscardHandler), progress)
-	if err != nil {
-		return err
-	}
-	defer closeClient()
-	fmt.Fprintf(e.stderr, "reconcile: comparing %s – %s with logistics at %s\n",
-		from.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), clean(cfg.Oncall.Reconcile.LogisticsURL, 0))
-	rep, err := rec.Reconcile(ctx, from, now)
-	if err != nil {
-		return fmt.Errorf("could not reconcile: %w", err)
-	}
-	fmt.Fprintf(e.stderr, "reconcile: stored as report %d\n", rep.ID)
-	if asJSON {
-		err = writeJSON(e.stdout, newReportDoc(rep))
-	} else {
-		err = printReport(e.stdout, rep)
-	}
-	if err != nil {
-		return err
-	}
-	if rep.Discrepancies() > 0 {
-		return fmt.Errorf("%w: %d", errDiscrepancies, rep.Discrepancies())
-	}
-	return nil
+	return withDB(ctx, cfg.DatabaseURL, func(db *bun.DB) error {
+		progress := func(read int) {
+			fmt.Fprintf(e.stderr, "reconcile: %d processed events read from logistics so far\n", read)
+		}
+		rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, newGuard(cfg), nil, slog.New(slog.DiscardHandler), progress)
+		if err != nil {
+			return err
+		}
+		defer closeClient()
+		fmt.Fprintf(e.stderr, "reconcile: comparing %s – %s with logistics at %s\n",
+			from.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), clean(cfg.Oncall.Reconcile.LogisticsURL, 0))
+		rep, err := rec.Reconcile(ctx, from, now)
+		if err != nil {
+			return fmt.Errorf("could not reconcile: %w", err)
+		}
+		fmt.Fprintf(e.stderr, "reconcile: stored as report %d\n", rep.ID)
+		if asJSON {
+			err = writeJSON(e.stdout, newReportDoc(rep))
+		} else {
+			err = printReport(e.stdout, rep)
+		}
+		if err != nil {
+			return err
+		}
+		if rep.Discrepancies() > 0 {
+			return fmt.Errorf("%w: %d", errDiscrepancies, rep.Discrepancies())
+		}
+		return nil
+	})
 }
 
 // sinceFlag is --since: a positive duration before now, or an RFC 3339 time; unset,
