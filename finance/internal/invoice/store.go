@@ -185,11 +185,8 @@ func (store) updateSettlement(ctx context.Context, db bun.IDB, inv *Invoice) err
 func (store) payment(ctx context.Context, db bun.IDB, id string) (p Payment, found bool, err error) {
 	err = pgdb.Prepared(db).QueryRow(ctx, `SELECT payment_id, invoice_id, amount_minor, created_at
 		FROM payments WHERE payment_id = $1`, []any{id}, &p.PaymentID, &p.InvoiceID, &p.AmountMinor, &p.CreatedAt)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return Payment{}, false, nil
-	case err != nil:
-		return Payment{}, false, fmt.Errorf("select payment: %w", err)
+	if found, err = lookedUp(err, "select payment"); !found {
+		return Payment{}, false, err
 	}
 	return p, true, nil
 }
@@ -198,11 +195,8 @@ func (store) payment(ctx context.Context, db bun.IDB, id string) (p Payment, fou
 func (store) refund(ctx context.Context, db bun.IDB, id string) (r Refund, found bool, err error) {
 	err = pgdb.Prepared(db).QueryRow(ctx, `SELECT refund_id, invoice_id, amount_minor, reason, created_at
 		FROM refunds WHERE refund_id = $1`, []any{id}, &r.RefundID, &r.InvoiceID, &r.AmountMinor, &r.Reason, &r.CreatedAt)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return Refund{}, false, nil
-	case err != nil:
-		return Refund{}, false, fmt.Errorf("select refund: %w", err)
+	if found, err = lookedUp(err, "select refund"); !found {
+		return Refund{}, false, err
 	}
 	return r, true, nil
 }
@@ -228,11 +222,21 @@ func (store) insertRefund(ctx context.Context, db bun.IDB, r *Refund) error {
 // oneRow reads the error of a statement that returns one row or none: none when it
 // returned no row, err wrapped in what it did otherwise.
 func oneRow(err, none error, what string) error {
+	found, err := lookedUp(err, what)
+	if err == nil && !found {
+		return none
+	}
+	return err
+}
+
+// lookedUp reads the error of a statement that returns one row or none: whether it
+// returned the row, and err wrapped in what it did when the statement failed.
+func lookedUp(err error, what string) (bool, error) {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return none
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("%s: %w", what, err)
+		return false, fmt.Errorf("%s: %w", what, err)
 	}
-	return nil
+	return true, nil
 }
