@@ -96,24 +96,29 @@ func TestPaymentTransitions(t *testing.T) {
 	t.Parallel()
 	inv := Invoice{TotalMinor: 100, Status: StatusIssued, EventSeq: 1}
 
-	settled, err := inv.applyPayment(40)
-	require.NoError(t, err)
-	require.False(t, settled)
-	require.Equal(t, StatusPartiallyPaid, inv.Status)
-	require.EqualValues(t, 1, inv.EventSeq)
-
-	_, err = inv.applyPayment(61)
-	require.ErrorIs(t, err, ErrAmountExceedsBalance)
-	require.EqualValues(t, 40, inv.PaidMinor)
-
-	settled, err = inv.applyPayment(60)
-	require.NoError(t, err)
-	require.True(t, settled)
-	require.Equal(t, StatusPaid, inv.Status)
-	require.EqualValues(t, 2, inv.EventSeq)
-
-	_, err = inv.applyPayment(1)
-	require.ErrorIs(t, err, ErrAlreadyPaid)
+	// Each payment in turn, and the invoice it leaves: a refused one changes nothing.
+	for _, step := range []struct {
+		amount, paid, eventSeq int64
+		err                    error
+		settled                bool
+		status                 Status
+	}{
+		{amount: 40, paid: 40, eventSeq: 1, status: StatusPartiallyPaid},
+		{amount: 61, paid: 40, eventSeq: 1, err: ErrAmountExceedsBalance, status: StatusPartiallyPaid},
+		{amount: 60, paid: 100, eventSeq: 2, settled: true, status: StatusPaid},
+		{amount: 1, paid: 100, eventSeq: 2, err: ErrAlreadyPaid, status: StatusPaid},
+	} {
+		settled, err := inv.applyPayment(step.amount)
+		if step.err != nil {
+			require.ErrorIs(t, err, step.err, step.amount)
+		} else {
+			require.NoError(t, err, step.amount)
+		}
+		require.Equal(t, step.settled, settled, step.amount)
+		require.Equal(t, step.status, inv.Status, step.amount)
+		require.Equal(t, step.paid, inv.PaidMinor, step.amount)
+		require.Equal(t, step.eventSeq, inv.EventSeq, step.amount)
+	}
 
 	amount, err := inv.applyRefund()
 	require.NoError(t, err)
