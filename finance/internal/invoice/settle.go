@@ -45,28 +45,51 @@ func (s *Service) Pay(ctx context.Context, id uuid.UUID, n NewPayment) (PaymentR
 		return PaymentResult{}, err
 	}
 	res := PaymentResult{Payment: Payment{PaymentID: n.PaymentID, InvoiceID: id, AmountMinor: n.AmountMinor}}
-	err := pgdb.RunInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
-		inv, err := s.store.invoice(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
-		res.Invoice = inv
+	err := s.settle(ctx, "pay", id, &res.Invoice, func(ctx context.Context, tx bun.Tx) (bool, error) {
 		prior, found, err := s.store.payment(ctx, tx, n.PaymentID)
 		switch {
-		case err != nil:
-			return err
-		case found && (prior.InvoiceID != id || prior.AmountMinor != n.AmountMinor):
-			return ErrPaymentExists
-		case found:
-			res.Payment, res.Replayed = prior, true
-			return s.withLines(ctx, tx, &res.Invoice)
+		case err != nil || !found:
+			return false, err
+		case prior.InvoiceID != id || prior.AmountMinor != n.AmountMinor:
+			return false, ErrPaymentExists
 		}
+		res.Payment, res.Replayed = prior, true
+		return true, nil
+	}, func(ctx context.Context, tx bun.Tx) error {
 		return s.recordPayment(ctx, tx, &res.Invoice, &res.Payment)
 	})
 	if err != nil {
-		return PaymentResult{}, fmt.Errorf("pay invoice %s: %w", id, err)
+		return PaymentResult{}, err
 	}
 	return res, nil
+}
+
+// settle runs one payment or refund of invoice id in a transaction, under the
+// invoice's row lock, and reads the invoice into inv. seen looks the payment's or
+// refund's id up first, before any rule of the invoice's state: it answers true when
+// the id is recorded for this very fact (a replay: nothing is written, and inv gets
+// its lines), or an error such as ErrPaymentExists; a new one is recorded by record.
+// An error is wrapped in what was done (pay, refund) and the invoice's id.
+func (s *Service) settle(ctx context.Context, what string, id uuid.UUID, inv *Invoice,
+	seen func(ctx context.Context, tx bun.Tx) (bool, error), record func(ctx context.Context, tx bun.Tx) error) error {
+	err := pgdb.RunInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if *inv, err = s.store.invoice(ctx, tx, id, true); err != nil {
+			return err
+		}
+		replay, err := seen(ctx, tx)
+		switch {
+		case err != nil:
+			return err
+		case replay:
+			return s.withLines(ctx, tx, inv)
+		}
+		return record(ctx, tx)
+	})
+	if err != nil {
+		return fmt.Errorf("%s invoice %s: %w", what, id, err)
+	}
+	return nil
 }
 
 // recordPayment applies pay to inv, locked in tx, stores both and emits invoice.paid
@@ -104,26 +127,21 @@ func (s *Service) Refund(ctx context.Context, id uuid.UUID, n NewRefund) (Refund
 		return RefundResult{}, err
 	}
 	res := RefundResult{Refund: Refund{RefundID: n.RefundID, InvoiceID: id, Reason: n.Reason}}
-	err := pgdb.RunInTx(ctx, s.db, nil, func(ctx context.Context, tx bun.Tx) error {
-		inv, err := s.store.invoice(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
-		res.Invoice = inv
+	err := s.settle(ctx, "refund", id, &res.Invoice, func(ctx context.Context, tx bun.Tx) (bool, error) {
 		prior, found, err := s.store.refund(ctx, tx, n.RefundID)
 		switch {
-		case err != nil:
-			return err
-		case found && prior.InvoiceID != id:
-			return ErrRefundExists
-		case found:
-			res.Refund, res.Replayed = prior, true
-			return s.withLines(ctx, tx, &res.Invoice)
+		case err != nil || !found:
+			return false, err
+		case prior.InvoiceID != id:
+			return false, ErrRefundExists
 		}
+		res.Refund, res.Replayed = prior, true
+		return true, nil
+	}, func(ctx context.Context, tx bun.Tx) error {
 		return s.recordRefund(ctx, tx, &res.Invoice, &res.Refund)
 	})
 	if err != nil {
-		return RefundResult{}, fmt.Errorf("refund invoice %s: %w", id, err)
+		return RefundResult{}, err
 	}
 	return res, nil
 }
