@@ -84,15 +84,7 @@ func addressEntry(p netip.Prefix, port string, hasPort bool) (entry, error) {
 	if r, ok := forbiddenRange(p); ok {
 		return entry{}, fmt.Errorf("%s is %s, which is never allowed", r.prefix, r.reason)
 	}
-	e := entry{prefix: p}
-	if hasPort {
-		n, err := parsePort(port)
-		if err != nil {
-			return entry{}, err
-		}
-		e.port = n
-	}
-	return e, nil
+	return entry{prefix: p}.withPort(port, hasPort)
 }
 
 // forbiddenRange returns the never-allowed range that contains all of p, if any.
@@ -111,14 +103,20 @@ func hostEntry(s string) (entry, error) {
 	if err := validHostname(host); err != nil {
 		return entry{}, err
 	}
-	e := entry{host: host}
-	if hasPort {
-		n, err := parsePort(port)
-		if err != nil {
-			return entry{}, err
-		}
-		e.port = n
+	return entry{host: host}.withPort(port, hasPort)
+}
+
+// withPort returns e limited to port when the entry names one (hasPort), else e as it
+// is.
+func (e entry) withPort(port string, hasPort bool) (entry, error) {
+	if !hasPort {
+		return e, nil
 	}
+	n, err := parsePort(port)
+	if err != nil {
+		return entry{}, err
+	}
+	e.port = n
 	return e, nil
 }
 
