@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/pgtest"
 )
 
 // effects is the table the suite's apply functions write to, so that a test sees
@@ -43,24 +44,16 @@ func Exercise(t *testing.T, newDB func(t *testing.T) *bun.DB, table string, colu
 		require.NoError(t, err)
 		return s
 	}
-	for _, c := range []struct {
-		name string
-		run  func(*testing.T, *suite)
-	}{
-		{"ProcessAppliesEachKeyOnce", exerciseOnce},
-		{"DuplicateAnswersTheStoredResult", exerciseResult},
-		{"PriorHashesMatchAnEarlierForm", exercisePriorHashes},
-		{"ApplyErrorLeavesNoRecord", exerciseApplyError},
-		{"ConcurrentCopiesApplyOnce", exerciseConcurrent},
-		{"ProcessTxUndoesOnlyTheFailingItem", exerciseProcessTx},
-		{"ProcessBatchAnswersEachItemAsAlone", exerciseBatch},
-		{"InvalidItemsAreRefused", exerciseInvalid},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.run(t, setup(t))
-		})
-	}
+	pgtest.RunParallel(t, setup, []pgtest.Case[*suite]{
+		{Name: "ProcessAppliesEachKeyOnce", Run: exerciseOnce},
+		{Name: "DuplicateAnswersTheStoredResult", Run: exerciseResult},
+		{Name: "PriorHashesMatchAnEarlierForm", Run: exercisePriorHashes},
+		{Name: "ApplyErrorLeavesNoRecord", Run: exerciseApplyError},
+		{Name: "ConcurrentCopiesApplyOnce", Run: exerciseConcurrent},
+		{Name: "ProcessTxUndoesOnlyTheFailingItem", Run: exerciseProcessTx},
+		{Name: "ProcessBatchAnswersEachItemAsAlone", Run: exerciseBatch},
+		{Name: "InvalidItemsAreRefused", Run: exerciseInvalid},
+	})
 }
 
 // suite is one subtest's database and inbox.

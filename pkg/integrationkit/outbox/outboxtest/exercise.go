@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/outbox"
+	"handoff/pkg/integrationkit/pgtest"
 )
 
 // Exercise runs the outbox store's contract as subtests against an adopter's real
@@ -34,27 +35,19 @@ func Exercise(t *testing.T, newDB func(t *testing.T) *bun.DB, table string) {
 		require.NoError(t, err)
 		return &suite{ctx: context.Background(), db: newDB(t), store: store}
 	}
-	for _, c := range []struct {
-		name string
-		run  func(*testing.T, *suite)
-	}{
-		{"EnqueueRefusesADuplicateKey", exerciseDuplicate},
-		{"EnqueueJoinsTheCallersTransaction", exerciseTransaction},
-		{"ClaimHandsOutHeadsInSequence", exerciseHeads},
-		{"ClaimLeasesUntilTheLeaseLapses", exerciseLease},
-		{"ClaimExceptLeavesDestinationsQueued", exerciseExcept},
-		{"StaleLeaseSettlesNothing", exerciseFencing},
-		{"SettleOutcomes", exerciseOutcomes},
-		{"DeadLetterHoldsBackOnlyItsAggregate", exerciseDeadHead},
-		{"DeferralSendsNoRequestAndIsHastened", exerciseDeferral},
-		{"RetrySkipAndResend", exerciseOperators},
-		{"ReleaseMakesEventsClaimableAtOnce", exerciseRelease},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.run(t, setup(t))
-		})
-	}
+	pgtest.RunParallel(t, setup, []pgtest.Case[*suite]{
+		{Name: "EnqueueRefusesADuplicateKey", Run: exerciseDuplicate},
+		{Name: "EnqueueJoinsTheCallersTransaction", Run: exerciseTransaction},
+		{Name: "ClaimHandsOutHeadsInSequence", Run: exerciseHeads},
+		{Name: "ClaimLeasesUntilTheLeaseLapses", Run: exerciseLease},
+		{Name: "ClaimExceptLeavesDestinationsQueued", Run: exerciseExcept},
+		{Name: "StaleLeaseSettlesNothing", Run: exerciseFencing},
+		{Name: "SettleOutcomes", Run: exerciseOutcomes},
+		{Name: "DeadLetterHoldsBackOnlyItsAggregate", Run: exerciseDeadHead},
+		{Name: "DeferralSendsNoRequestAndIsHastened", Run: exerciseDeferral},
+		{Name: "RetrySkipAndResend", Run: exerciseOperators},
+		{Name: "ReleaseMakesEventsClaimableAtOnce", Run: exerciseRelease},
+	})
 }
 
 // suite is one subtest's database and store.
