@@ -27,6 +27,12 @@ func (b *bundle) deadLetter(t *testing.T, id uuid.UUID) {
 	b.settle(t, rec, dead)
 }
 
+// deliver claims id, the only due event, and settles it delivered.
+func (b *bundle) deliver(t *testing.T, id uuid.UUID) {
+	t.Helper()
+	b.settle(t, b.claimOne(t, id), sent(outbox.StatusDelivered, 200, "delivered"))
+}
+
 func (b *bundle) claimNone(t *testing.T) {
 	t.Helper()
 	recs, err := b.store.Claim(b.ctx, b.db, "test", 10, time.Minute)
@@ -51,8 +57,7 @@ func TestSkipLetsTheAggregateGoOn(t *testing.T) {
 	require.Equal(t, "rejected_by_receiver", got.FailedReason, "why it died stays")
 	require.Len(t, b.detail(t, head).AttemptLog, 1)
 
-	rec := b.claimOne(t, next)
-	b.settle(t, rec, sent(outbox.StatusDelivered, 200, "delivered"))
+	b.deliver(t, next)
 	b.claimNone(t)
 
 	_, err := b.store.Skip(b.ctx, b.db, head)
@@ -154,8 +159,7 @@ func TestResendSendsADeliveredEventAgainUnderItsKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	first := b.enqueue(t, "agg", 1, "thing.created")
-	rec := b.claimOne(t, first)
-	b.settle(t, rec, sent(outbox.StatusDelivered, 200, "delivered"))
+	b.deliver(t, first)
 	_, err := b.store.Resend(b.ctx, b.db, b.enqueue(t, "agg", 2, "thing.changed"))
 	require.ErrorIs(t, err, outbox.ErrNotDelivered, "a pending event is retried, not resent")
 

@@ -158,8 +158,7 @@ func TestRetryRefusesWhatItMustNotTouch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	delivered := b.enqueue(t, "agg-d", 1, "thing.done")
-	rec := b.claimOne(t, delivered)
-	b.settle(t, rec, sent(outbox.StatusDelivered, 200, "delivered"))
+	b.deliver(t, delivered)
 
 	_, err := b.store.Retry(b.ctx, b.db, delivered)
 	require.ErrorIs(t, err, outbox.ErrDelivered)
@@ -371,8 +370,7 @@ func TestAggregateListsEventsInSequenceWithAttempts(t *testing.T) {
 	first := b.enqueue(t, "agg", 1, "x.created")
 	second := b.enqueue(t, "agg", 2, "x.changed")
 	b.exec(t, `UPDATE kit_outbox SET created_at = now() - interval '1 hour' WHERE id = ?`, second)
-	rec := b.claimOne(t, first)
-	b.settle(t, rec, sent(outbox.StatusDelivered, 200, "delivered"))
+	b.deliver(t, first)
 	b.enqueue(t, "other", 1, "x.created")
 
 	got, err := b.store.Aggregate(b.ctx, b.db, "agg")
