@@ -55,11 +55,7 @@ func (b *bundle) exec(t *testing.T, query string, args ...any) {
 // claimOne claims the only due event and checks it is id.
 func (b *bundle) claimOne(t *testing.T, id uuid.UUID) outbox.Record {
 	t.Helper()
-	recs, err := b.store.Claim(b.ctx, b.db, "test", 10, time.Minute)
-	require.NoError(t, err)
-	require.Len(t, recs, 1)
-	require.Equal(t, id, recs[0].ID)
-	return recs[0]
+	return outboxtest.ClaimOne(t, b.db, b.store, id)
 }
 
 func sent(status string, code int, label string) outbox.Outcome {

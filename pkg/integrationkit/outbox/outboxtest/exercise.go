@@ -95,7 +95,14 @@ func (s *suite) claimFor(t *testing.T, lease time.Duration) map[string]outbox.Re
 // claimOne claims the only due event and checks it is id.
 func (s *suite) claimOne(t *testing.T, id uuid.UUID) outbox.Record {
 	t.Helper()
-	recs, err := s.store.Claim(s.ctx, s.db, "outboxtest", 100, time.Minute)
+	return ClaimOne(t, s.db, s.store, id)
+}
+
+// ClaimOne claims the due events of store in db under a lease of a minute, requires
+// them to be the one event id, and returns its record.
+func ClaimOne(t testing.TB, db bun.IDB, store *outbox.Store, id uuid.UUID) outbox.Record {
+	t.Helper()
+	recs, err := store.Claim(context.Background(), db, "outboxtest", 100, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	require.Equal(t, id, recs[0].ID)

@@ -1,6 +1,6 @@
 // Package outboxtest tests outboxes: Exercise is the conformance suite an adopter runs
-// against its own migrated outbox table, and Setup gives kit tests an outbox table made
-// by outbox.Schema, in a fresh PostgreSQL database.
+// against its own migrated outbox table, Setup gives kit tests an outbox table made by
+// outbox.Schema, in a fresh PostgreSQL database, and ClaimOne claims an event there.
 package outboxtest
 
 import (
