@@ -309,10 +309,7 @@ func TestBatchBehindAProbeDefersOneBatch(t *testing.T) {
 	ctx := context.Background()
 	release := make(chan struct{})
 	var probes atomic.Int64
-	recv := &batchReceiver{seenKey: map[string]int{},
-		answer: func(key string, _ int) delivery.BatchAnswer {
-			return delivery.BatchAnswer{IdempotencyKey: key, Status: http.StatusOK}
-		}}
+	recv := &batchReceiver{seenKey: map[string]int{}}
 	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/probed") && probes.Add(1) == 1 {
 			<-release
@@ -421,10 +418,7 @@ func TestBatchProbeCarriesOneEvent(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var sizes []int
-	recv := &batchReceiver{whole: []int{http.StatusServiceUnavailable}, seenKey: map[string]int{},
-		answer: func(key string, _ int) delivery.BatchAnswer {
-			return delivery.BatchAnswer{IdempotencyKey: key, Status: http.StatusOK}
-		}}
+	recv := &batchReceiver{whole: []int{http.StatusServiceUnavailable}, seenKey: map[string]int{}}
 	b.serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if req, ok := batchOf(w, body); ok {
