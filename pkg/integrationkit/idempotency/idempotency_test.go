@@ -86,6 +86,15 @@ func (b *bundle) keyCount(t *testing.T) int {
 	return int(n)
 }
 
+// requireFresh requires rec to be the handler's own answer, not a replay, and the
+// handler to have run calls times.
+func (b *bundle) requireFresh(t *testing.T, rec *httptest.ResponseRecorder, calls int32) {
+	t.Helper()
+	require.Equal(t, http.StatusCreated, rec.Code)
+	require.Empty(t, rec.Header().Get(idempotency.HeaderReplayed))
+	require.EqualValues(t, calls, b.calls.Load())
+}
+
 func requireProblem(t *testing.T, rec *httptest.ResponseRecorder, status int, slug string) {
 	t.Helper()
 	require.Equal(t, status, rec.Code, rec.Body.String())
@@ -98,8 +107,7 @@ func TestReplayIsByteForByte(t *testing.T) {
 	b := setup(t, idempotency.Config{})
 
 	first := b.post(t, "/things/1", "k-1", `{"a":1}`)
-	require.Equal(t, http.StatusCreated, first.Code)
-	require.Empty(t, first.Header().Get(idempotency.HeaderReplayed))
+	b.requireFresh(t, first, 1)
 
 	again := b.post(t, "/things/1", "k-1", `{"a":1}`)
 	require.Equal(t, http.StatusCreated, again.Code)
@@ -138,10 +146,8 @@ func TestKeysAreScopedByPrincipal(t *testing.T) {
 
 	first := b.post(t, "/things/1", "k-1", `{}`)
 	other := b.post(t, "/things/1", "k-1", `{}`, "X-Principal", "clerk:2")
-	require.Equal(t, http.StatusCreated, other.Code)
-	require.Empty(t, other.Header().Get(idempotency.HeaderReplayed))
+	b.requireFresh(t, other, 2)
 	require.NotEqual(t, first.Body.String(), other.Body.String())
-	require.EqualValues(t, 2, b.calls.Load())
 }
 
 // blockFirstCall makes the first call signal entered and wait for release.
@@ -202,9 +208,7 @@ func TestServerErrorsAreNotStored(t *testing.T) {
 			require.Zero(t, b.keyCount(t))
 
 			retried := b.post(t, "/things/1", "k-1", `{}`)
-			require.Equal(t, http.StatusCreated, retried.Code)
-			require.Empty(t, retried.Header().Get(idempotency.HeaderReplayed))
-			require.EqualValues(t, 2, b.calls.Load())
+			b.requireFresh(t, retried, 2)
 		})
 	}
 }
@@ -233,9 +237,7 @@ func TestExpiredKeyCountsAsAbsent(t *testing.T) {
 	require.NoError(t, err)
 
 	again := b.post(t, "/things/1", "k-1", `{"a":2}`)
-	require.Equal(t, http.StatusCreated, again.Code)
-	require.Empty(t, again.Header().Get(idempotency.HeaderReplayed))
-	require.EqualValues(t, 2, b.calls.Load())
+	b.requireFresh(t, again, 2)
 }
 
 func TestInvalidKeysAre400(t *testing.T) {
