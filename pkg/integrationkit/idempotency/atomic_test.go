@@ -24,13 +24,6 @@ func insertThing(c echo.Context, db bun.IDB, n int32) error {
 	})
 }
 
-func (b *bundle) thingCount(t *testing.T) int {
-	t.Helper()
-	n, err := b.db.NewSelect().Table("things").Count(context.Background())
-	require.NoError(t, err)
-	return int(n)
-}
-
 // terminateKeyHolder ends the backend holding a key's advisory lock, as the death of
 // its process would, and waits until it is gone.
 func (b *bundle) terminateKeyHolder(t *testing.T) {
@@ -63,10 +56,10 @@ func TestChangeAndAnswerCommitTogether(t *testing.T) {
 		return created(c, n)
 	}
 	require.Equal(t, http.StatusCreated, b.post(t, "/things/1", "k-1", `{}`).Code)
-	require.Equal(t, 1, b.thingCount(t))
+	require.Equal(t, 1, b.count(t, "things"))
 	requireProblem(t, b.post(t, "/things/refused", "k-2", `{}`), http.StatusConflict, "thing-refused")
-	require.Equal(t, 1, b.thingCount(t), "the refused request's change rolled back")
-	require.Equal(t, 2, b.keyCount(t))
+	require.Equal(t, 1, b.count(t, "things"), "the refused request's change rolled back")
+	require.Equal(t, 2, b.count(t, "idempotency_keys"))
 	replayed := b.post(t, "/things/refused", "k-2", `{}`)
 	require.Equal(t, "true", replayed.Header().Get(idempotency.HeaderReplayed))
 	require.EqualValues(t, 2, b.calls.Load())
@@ -101,7 +94,7 @@ func TestKeyOfADeadRequestIsFreeAtOnce(t *testing.T) {
 	close(release)
 	dead := <-done
 	require.GreaterOrEqual(t, dead.Code, http.StatusInternalServerError, "the dead request's answer is an error")
-	require.Equal(t, 1, b.thingCount(t), "one change")
+	require.Equal(t, 1, b.count(t, "things"), "one change")
 	replayed := b.post(t, "/things/1", "k-1", `{}`)
 	require.Equal(t, retried.Body.String(), replayed.Body.String())
 }
@@ -122,10 +115,10 @@ func TestRequestOutlivingItsKeyRollsBack(t *testing.T) {
 	}
 	late := b.post(t, "/things/1", "k-1", `{}`)
 	require.GreaterOrEqual(t, late.Code, http.StatusInternalServerError, late.Body.String())
-	require.Zero(t, b.thingCount(t))
-	require.Zero(t, b.keyCount(t))
+	require.Zero(t, b.count(t, "things"))
+	require.Zero(t, b.count(t, "idempotency_keys"))
 	require.Equal(t, http.StatusCreated, b.post(t, "/things/1", "k-1", `{}`).Code)
-	require.Equal(t, 1, b.thingCount(t))
+	require.Equal(t, 1, b.count(t, "things"))
 }
 
 // The request hash is over canonical JSON: the same body re-serialised (members

@@ -79,9 +79,10 @@ func (b *bundle) post(t *testing.T, path, key, body string, header ...string) *h
 	return rec
 }
 
-func (b *bundle) keyCount(t *testing.T) int {
+// count is how many rows table holds.
+func (b *bundle) count(t *testing.T, table string) int {
 	t.Helper()
-	n, err := b.db.NewSelect().Table("idempotency_keys").Count(context.Background())
+	n, err := b.db.NewSelect().Table(table).Count(context.Background())
 	require.NoError(t, err)
 	return int(n)
 }
@@ -127,7 +128,7 @@ func TestWithoutKeyRequestsPassThrough(t *testing.T) {
 	require.Equal(t, http.StatusCreated, b.post(t, "/things/1", "", `{}`).Code)
 	require.Equal(t, http.StatusCreated, b.post(t, "/things/1", "", `{}`).Code)
 	require.EqualValues(t, 2, b.calls.Load())
-	require.Zero(t, b.keyCount(t))
+	require.Zero(t, b.count(t, "idempotency_keys"))
 }
 
 func TestSameKeyDifferentRequestIs422(t *testing.T) {
@@ -205,7 +206,7 @@ func TestServerErrorsAreNotStored(t *testing.T) {
 			failed := b.post(t, "/things/1", "k-1", `{}`)
 			require.GreaterOrEqual(t, failed.Code, http.StatusInternalServerError)
 			require.Equal(t, problem.ContentType, failed.Header().Get(echo.HeaderContentType))
-			require.Zero(t, b.keyCount(t))
+			require.Zero(t, b.count(t, "idempotency_keys"))
 
 			retried := b.post(t, "/things/1", "k-1", `{}`)
 			b.requireFresh(t, retried, 2)
@@ -286,7 +287,7 @@ func TestPurgeDeletesOldKeys(t *testing.T) {
 	n, err := b.mw.Purge(context.Background(), 24*time.Hour)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
-	require.Equal(t, 1, b.keyCount(t))
+	require.Equal(t, 1, b.count(t, "idempotency_keys"))
 }
 
 func TestConfigIsValidated(t *testing.T) {
