@@ -24,6 +24,7 @@ import (
 
 	"handoff/pkg/integrationkit/breaker"
 	"handoff/pkg/integrationkit/egress"
+	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/webhook"
 )
@@ -55,10 +56,7 @@ func New(db *bun.DB, store *outbox.Store, signer *webhook.Signer, cfg Config, de
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := logging.OrDiscard(deps.Log)
 	var obs Observer = noObserver{}
 	if deps.Observer != nil {
 		obs = deps.Observer

@@ -45,6 +45,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/auth"
+	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/pgdb"
 )
 
@@ -96,9 +97,7 @@ func (c Config) withDefaults() Config {
 	if c.Principal == nil {
 		c.Principal = auth.Caller
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = logging.OrDiscard(c.Logger)
 	return c
 }
 

@@ -32,6 +32,15 @@ func New(w io.Writer, service string, level slog.Leveler) *slog.Logger {
 	return slog.New(correlated{h}).With("service", service)
 }
 
+// OrDiscard returns log, or a logger that discards every record when log is nil: the
+// logger of a component whose caller gave it none.
+func OrDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
+}
+
 type correlated struct{ slog.Handler }
 
 func (c correlated) Handle(ctx context.Context, r slog.Record) error {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/pgdb"
 )
 
@@ -139,11 +140,7 @@ func New(db *bun.DB, cfg Config, deps Deps) (*Pager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := deps.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	log = log.With("component", "pager")
+	log := logging.OrDiscard(deps.Log).With("component", "pager")
 	sender := deps.Sender
 	if sender == nil {
 		sender = LogSender{Log: log}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/schedule"
 )
@@ -110,11 +111,7 @@ func New(db *bun.DB, cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("retention: task %d needs a Name and a Run", i+1)
 		}
 	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Runner{db: db, cfg: cfg, log: log.With("component", "retention")}, nil
+	return &Runner{db: db, cfg: cfg, log: logging.OrDiscard(cfg.Log).With("component", "retention")}, nil
 }
 
 // Count is what one task did in one run.

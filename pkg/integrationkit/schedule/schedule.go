@@ -10,6 +10,8 @@ import (
 	"log/slog"
 
 	"github.com/robfig/cron/v3"
+
+	"handoff/pkg/integrationkit/logging"
 )
 
 // Validate reports whether spec is a schedule Run accepts: five cron fields
@@ -39,10 +41,7 @@ func New(spec string, job Job, log *slog.Logger) (*Runner, error) {
 	if job == nil {
 		return nil, fmt.Errorf("schedule %q: job is nil", spec)
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Runner{spec: spec, job: job, log: log}, nil
+	return &Runner{spec: spec, job: job, log: logging.OrDiscard(log)}, nil
 }
 
 // Run starts the schedule and blocks until ctx ends; it then waits for a run in
