@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -114,18 +112,12 @@ func TestOnlyServeNeedsTheSecrets(t *testing.T) {
 
 func TestSecretsFromFiles(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
-		return path
-	}
 	cfg, err := parseConfig(environ(map[string]string{
-		"API_TOKENS_FILE":          write("tokens", "clerk:clerk-token-0123456789\n"),
-		"WEBHOOK_SECRET_FILE":      write("secret", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n"),
-		"DATABASE_URL_FILE":        write("db", "postgres://finance:pw@db:5432/finance\n"),
-		"LOGISTICS_OPS_TOKEN_FILE": write("ops", "ops-token-0123456789abc\n"),
-		"SLACK_TOKEN_FILE":         write("slack", "xoxb-1\n"),
+		"API_TOKENS_FILE":          commandtest.SecretFile(t, "clerk:clerk-token-0123456789\n"),
+		"WEBHOOK_SECRET_FILE":      commandtest.SecretFile(t, "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n"),
+		"DATABASE_URL_FILE":        commandtest.SecretFile(t, "postgres://finance:pw@db:5432/finance\n"),
+		"LOGISTICS_OPS_TOKEN_FILE": commandtest.SecretFile(t, "ops-token-0123456789abc\n"),
+		"SLACK_TOKEN_FILE":         commandtest.SecretFile(t, "xoxb-1\n"),
 		"SLACK_CHANNEL":            "#oncall",
 	}), "serve")
 	require.NoError(t, err)
@@ -135,7 +127,7 @@ func TestSecretsFromFiles(t *testing.T) {
 	require.Equal(t, "ops-token-0123456789abc", cfg.Oncall.Reconcile.OpsToken)
 	require.Equal(t, "xoxb-1", cfg.Oncall.Slack.Token)
 
-	_, err = parseConfig(serveEnv(map[string]string{"API_TOKENS_FILE": write("tokens2", "clerk:clerk-token-0123456789")}), "serve")
+	_, err = parseConfig(serveEnv(map[string]string{"API_TOKENS_FILE": commandtest.SecretFile(t, "clerk:clerk-token-0123456789")}), "serve")
 	require.EqualError(t, err, "invalid configuration: API_TOKENS: set API_TOKENS or API_TOKENS_FILE, not both")
 }
 

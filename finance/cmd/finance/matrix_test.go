@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"handoff/migrations"
+	"handoff/pkg/integrationkit/command/commandtest"
 	"handoff/pkg/integrationkit/pgtest"
 	"handoff/pkg/integrationkit/webhook"
 )
@@ -38,7 +38,7 @@ func TestDispatcherDeliversWhileTheAPIPoolIsExhausted(t *testing.T) {
 		received <- r.Header.Get("X-Idempotency-Key")
 	}))
 	t.Cleanup(logistics.Close)
-	addr := freeAddr(t)
+	addr := commandtest.FreeAddr(t)
 	const clerk = "clerk-token-0123456789"
 	env := map[string]string{
 		"DATABASE_URL": dbURL, "HTTP_ADDR": addr, "DB_MAX_CONNS": "2", "API_TOKENS": "clerk:" + clerk,
@@ -103,17 +103,6 @@ func TestDispatcherDeliversWhileTheAPIPoolIsExhausted(t *testing.T) {
 	for range 4 {
 		require.NotZero(t, <-paid, "every payment was answered once the lock went")
 	}
-}
-
-// freeAddr returns a loopback address with a port nothing listens on just now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }
 
 // statusOf sends a request and returns its status, or 0 when none came back.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -129,16 +127,10 @@ func TestMigrateDoesNotNeedTheSecrets(t *testing.T) {
 
 func TestSecretsFromFiles(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
-		return path
-	}
 	cfg, err := parseConfig(env(map[string]string{
-		"API_TOKENS_FILE":     write("tokens", testTokens+"\n"),
-		"WEBHOOK_SECRET_FILE": write("secret", testSecret+"\n"),
-		"DATABASE_URL_FILE":   write("db", "postgres://logistics:pw@db:5432/logistics\n"),
+		"API_TOKENS_FILE":     commandtest.SecretFile(t, testTokens+"\n"),
+		"WEBHOOK_SECRET_FILE": commandtest.SecretFile(t, testSecret+"\n"),
+		"DATABASE_URL_FILE":   commandtest.SecretFile(t, "postgres://logistics:pw@db:5432/logistics\n"),
 	}), "serve")
 	require.NoError(t, err)
 	require.Equal(t, map[string]int{"warehouse": 1}, cfg.Tokens.Roles())
@@ -146,7 +138,7 @@ func TestSecretsFromFiles(t *testing.T) {
 	require.Equal(t, "postgres://logistics:pw@db:5432/logistics", cfg.DatabaseURL)
 
 	_, err = parseConfig(env(map[string]string{"API_TOKENS": testTokens, "WEBHOOK_SECRET": testSecret,
-		"WEBHOOK_SECRET_FILE": write("secret2", testSecret)}), "serve")
+		"WEBHOOK_SECRET_FILE": commandtest.SecretFile(t, testSecret)}), "serve")
 	require.EqualError(t, err, "invalid configuration: WEBHOOK_SECRET: set WEBHOOK_SECRET or WEBHOOK_SECRET_FILE, not both")
 }
 

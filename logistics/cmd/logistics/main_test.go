@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -110,7 +109,7 @@ func TestMigrateUpDownVersion(t *testing.T) {
 // context ends (what SIGINT and SIGTERM do through main).
 func TestServeMigratesServesAndShutsDownCleanly(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := commandtest.FreeAddr(t)
 	vars := map[string]string{
 		"DATABASE_URL": pgtest.NewURL(t, "logistics", migrations.Logistics()), "HTTP_ADDR": addr,
 		"WEBHOOK_SECRET": testSecret, "API_TOKENS": "warehouse:0123456789abcdef",
@@ -177,13 +176,4 @@ func TestServeMigratesServesAndShutsDownCleanly(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve did not stop after its context ended")
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"handoff/pkg/integrationkit/command/commandtest"
 	"handoff/pkg/integrationkit/delivery"
 	"handoff/pkg/integrationkit/egress"
 )
@@ -33,7 +34,7 @@ func TestClassifyTransportErrors(t *testing.T) {
 	t.Cleanup(tlsSrv.Close)
 	trusted := tlsSrv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	port := strconv.Itoa(tlsSrv.Listener.Addr().(*net.TCPAddr).Port)
-	closed := closedPort(t)
+	closed := commandtest.FreeAddr(t)
 
 	retried := func(class string) delivery.Decision {
 		return delivery.Decision{Action: delivery.Retry, Counted: true, Reason: class}
@@ -92,15 +93,4 @@ func post(t *testing.T, tr *http.Transport, rawURL string) error {
 		_ = resp.Body.Close()
 	}
 	return err
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }

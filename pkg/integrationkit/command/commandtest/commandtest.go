@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"regexp"
@@ -143,4 +144,27 @@ func RequireOneProblem(t testing.TB, err error, variable, reason string) {
 	require.Equal(t, variable, cfgErr.Problems[0].Name)
 	require.Contains(t, cfgErr.Problems[0].Reason, reason)
 	require.NotContains(t, err.Error(), "\n", "one line")
+}
+
+// FreeAddr returns a loopback address with a port nothing listened on a moment ago:
+// an HTTP_ADDR for a binary under test, or a destination that refuses connections.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// SecretFile writes content to a file of its own, readable by its owner only, that
+// lasts until the test ends, and returns its path: the value of a *_FILE variable.
+func SecretFile(t testing.TB, content string) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "secret")
+	require.NoError(t, err)
+	_, err = f.WriteString(content)
+	require.NoError(t, errors.Join(err, f.Close()))
+	return f.Name()
 }
