@@ -55,9 +55,9 @@ func Invalid(detail string, fields ...FieldError) *Problem {
 	return p
 }
 
-// InvalidFields is Invalid for a domain's own field errors: any struct of a Field and
-// a Detail string (without tags), so that a domain package reports its invalid fields
-// without importing this one.
+// InvalidFields is Invalid for a domain's own field errors: any type whose underlying
+// type is struct{ Field, Detail string } (those two fields, in that order, without
+// tags), so that a domain package reports its invalid fields without importing this one.
 func InvalidFields[F ~struct{ Field, Detail string }](detail string, fields []F) *Problem {
 	out := make([]FieldError, len(fields))
 	for i, f := range fields {
