@@ -20,6 +20,7 @@ import (
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsclient"
 	"handoff/pkg/integrationkit/breaker"
+	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/outbox"
 )
 
@@ -107,11 +108,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.DB == nil || cfg.Outbox == nil || cfg.Invoices == nil || cfg.Circuits == nil {
 		return nil, errors.New("ops: DB, Outbox, Invoices and Circuits are required")
 	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Service{cfg: cfg, log: log.With("component", "ops")}, nil
+	return &Service{cfg: cfg, log: logging.OrDiscard(cfg.Log).With("component", "ops")}, nil
 }
 
 // Overview is the state of delivery at a glance.

@@ -40,6 +40,7 @@ import (
 	"handoff/finance/internal/ops"
 	"handoff/finance/internal/signin"
 	"handoff/pkg/integrationkit/auth"
+	"handoff/pkg/integrationkit/logging"
 )
 
 // Paths of the dashboard; other components (the pager) link to its pages with
@@ -119,9 +120,7 @@ func New(cfg Config) (*Dashboard, error) {
 		return nil, err
 	}
 	cfg.SessionTTL = cmp.Or(cfg.SessionTTL, DefaultSessionTTL)
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
+	cfg.Log = logging.OrDiscard(cfg.Log)
 	d := &Dashboard{cfg: cfg, site: st, pages: map[string]*template.Template{}}
 	for _, name := range pages {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/pager"
 	"handoff/pkg/integrationkit/pgdb"
 )
@@ -50,11 +51,8 @@ type Reconciler struct {
 func New(db *bun.DB, logistics Logistics, notifier Notifier, cfg Config, log *slog.Logger) *Reconciler {
 	cfg.Overdue = cmp.Or(cfg.Overdue, 15*time.Minute)
 	cfg.Window = cmp.Or(cfg.Window, time.Hour)
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	return &Reconciler{db: db, logistics: logistics, notifier: notifier, cfg: cfg,
-		log: log.With("component", "reconcile")}
+		log: logging.OrDiscard(log).With("component", "reconcile")}
 }
 
 // Reconcile compares the window [from, to), stores the report (also a failed one)
