@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -132,4 +133,27 @@ func vacuumStale(ctx context.Context, db *pgxpool.Pool) {
 		}
 		_, _ = db.Exec(ctx, stmt+j.table)
 	}
+}
+
+// vacuumWritten vacuums and analyzes every table of db that has ever held a row, and
+// leaves the others as a fresh database's are: never analyzed. Statistics taken of an
+// empty table would tell the planner it stays empty, and the plans a service's
+// connections cache in its first statements (a sequential scan is the cheapest read
+// of nothing) would then read the whole table at every statement until the next
+// ANALYZE; a table never analyzed is planned for an unknown size, through its indexes.
+func vacuumWritten(ctx context.Context, db *pgxpool.Pool) error {
+	var tables []string
+	rows, err := db.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+		  AND pg_relation_size(c.oid) > 0
+		ORDER BY 1`)
+	if err == nil {
+		tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || len(tables) == 0 {
+		return err
+	}
+	_, err = db.Exec(ctx, `VACUUM (ANALYZE) `+strings.Join(tables, ", "))
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"handoff/pkg/integrationkit/pgtest"
@@ -64,4 +65,38 @@ func TestVacuumStaleTakesAutovacuumsRules(t *testing.T) {
 	require.Equal(t, [2]int64{2, 2}, counts("churned"), "400 dead rows and 400 changed")
 	require.Equal(t, [2]int64{1, 2}, counts("restless"), "analyzed only: 200 changed, 200 dead")
 	require.Equal(t, [2]int64{2, 1}, counts("aborted"), "vacuumed only: 300 dead rows of an aborted insert")
+}
+
+// Before a drain, a table that has held a row is vacuumed and analyzed; one never
+// written stays never analyzed, so the services' first statements are not planned
+// for a table that stays empty.
+func TestVacuumWrittenLeavesNeverWrittenTablesUnanalyzed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := openPool(ctx, pgtest.NewEmptyURL(t, "vacuumwritten"), 1)
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	for _, sql := range []string{
+		`CREATE TABLE written (n int) WITH (autovacuum_enabled = off)`,
+		`CREATE TABLE emptied (n int) WITH (autovacuum_enabled = off)`,
+		`CREATE TABLE "never written" (n int) WITH (autovacuum_enabled = off)`,
+		`INSERT INTO written SELECT generate_series(1, 100)`,
+		`INSERT INTO emptied SELECT generate_series(1, 100)`,
+		`DELETE FROM emptied`,
+	} {
+		_, err := db.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+
+	require.NoError(t, vacuumWritten(ctx, db))
+
+	reltuples := func(table string) float64 {
+		var n float64
+		require.NoError(t, db.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`,
+			pgx.Identifier{table}.Sanitize()).Scan(&n))
+		return n
+	}
+	require.Equal(t, 100.0, reltuples("written"))
+	require.Equal(t, 0.0, reltuples("emptied"), "vacuumed: its dead rows are gone and the planner knows it is empty")
+	require.Equal(t, -1.0, reltuples("never written"), "never analyzed, as a fresh database's table")
 }
