@@ -135,8 +135,9 @@ func vacuumStale(ctx context.Context, db *pgxpool.Pool) {
 	}
 }
 
-// vacuumWritten vacuums and analyzes every table of db that has ever held a row, and
-// leaves the others as a fresh database's are: never analyzed. Statistics taken of an
+// vacuumWritten vacuums and analyzes every table of db whose heap has pages (it has
+// held rows since it was created or last truncated), and leaves the others as a fresh
+// database's are: never analyzed. Statistics taken of an
 // empty table would tell the planner it stays empty, and the plans a service's
 // connections cache in its first statements (a sequential scan is the cheapest read
 // of nothing) would then read the whole table at every statement until the next
@@ -145,7 +146,8 @@ func vacuumWritten(ctx context.Context, db *pgxpool.Pool) error {
 	var tables []string
 	rows, err := db.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname)
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+		WHERE c.relkind = 'r' AND c.relpersistence <> 't'
+		  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
 		  AND pg_relation_size(c.oid) > 0
 		ORDER BY 1`)
 	if err == nil {
