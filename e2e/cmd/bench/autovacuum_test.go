@@ -73,9 +73,7 @@ func TestVacuumStaleTakesAutovacuumsRules(t *testing.T) {
 func TestVacuumWrittenLeavesNeverWrittenTablesUnanalyzed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := openPool(ctx, pgtest.NewEmptyURL(t, "vacuumwritten"), 1)
-	require.NoError(t, err)
-	t.Cleanup(db.Close)
+	db := emptyPool(t, "vacuumwritten")
 	for _, sql := range []string{
 		`CREATE TABLE written (n int) WITH (autovacuum_enabled = off)`,
 		`CREATE TABLE emptied (n int) WITH (autovacuum_enabled = off)`,

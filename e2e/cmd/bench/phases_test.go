@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"handoff/pkg/integrationkit/outbox"
@@ -17,10 +18,8 @@ import (
 func TestSplitOfPaidEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := openPool(ctx, pgtest.NewEmptyURL(t, "split"), 1)
-	require.NoError(t, err)
-	t.Cleanup(db.Close)
-	_, err = db.Exec(ctx, outbox.Schema("finance_outbox"))
+	db := emptyPool(t, "split")
+	_, err := db.Exec(ctx, outbox.Schema("finance_outbox"))
 	require.NoError(t, err)
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -62,4 +61,14 @@ func TestSplitOfPaidEvents(t *testing.T) {
 	require.Equal(t, []float64{7, 20}, []float64{s.Request.P50, s.Request.Max})
 	require.InDelta(t, 1.5, s.PerRequest, 1e-9, "a request of two and one of one")
 	require.InDelta(t, 0.5, s.BehindIssued, 1e-9, "a's issued event was delivered after its payment")
+}
+
+// emptyPool is a pool of one connection to a fresh, empty database, closed when the
+// test ends.
+func emptyPool(t *testing.T, name string) *pgxpool.Pool {
+	t.Helper()
+	db, err := openPool(context.Background(), pgtest.NewEmptyURL(t, name), 1)
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	return db
 }
