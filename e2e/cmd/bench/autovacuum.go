@@ -137,11 +137,11 @@ func vacuumStale(ctx context.Context, db *pgxpool.Pool) {
 
 // vacuumWritten vacuums and analyzes every table of db whose heap has pages (it has
 // held rows since it was created or last truncated), and leaves the others as a fresh
-// database's are: never analyzed. Statistics taken of an
-// empty table would tell the planner it stays empty, and the plans a service's
-// connections cache in its first statements (a sequential scan is the cheapest read
-// of nothing) would then read the whole table at every statement until the next
-// ANALYZE; a table never analyzed is planned for an unknown size, through its indexes.
+// database's are: never analyzed. Statistics taken of an empty table would tell the
+// planner it stays empty, and the plans a service's connections cache in their first
+// statements (a sequential scan is the cheapest read of nothing) would then read the
+// whole table at every statement until the next ANALYZE; a table never analyzed is
+// planned for an unknown size, through its indexes.
 func vacuumWritten(ctx context.Context, db *pgxpool.Pool) error {
 	var tables []string
 	rows, err := db.Query(ctx, `SELECT format('%I.%I', n.nspname, c.relname)
