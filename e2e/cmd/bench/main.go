@@ -62,8 +62,8 @@ var (
 		Latency: 15 * time.Second, Backlog: 50_000, Scaling: 20_000, History: 1_000_000, Pending: 100_000,
 		ClaimSamples: 1000, DrainTimeout: 15 * time.Minute,
 		River: []riverSetting{{16, 0}, {16, 10 * time.Millisecond}, {100, 0}, {100, 10 * time.Millisecond}}}
-	shortPlan = plan{Ceiling: 1500 * time.Millisecond, Saturation: 5 * time.Second, Warmup: time.Second,
-		Latency: 2500 * time.Millisecond, Backlog: 3_000, Scaling: 1_500, History: 50_000, Pending: 4_000,
+	shortPlan = plan{Ceiling: time.Second, Saturation: 5 * time.Second, Warmup: time.Second,
+		Latency: 2500 * time.Millisecond, Backlog: 1_500, Scaling: 1_500, History: 20_000, Pending: 2_000,
 		ClaimSamples: 100, DrainTimeout: 90 * time.Second,
 		River: []riverSetting{{100, 10 * time.Millisecond}}} // best of the sweep at 1,500 events, two cores
 )
