@@ -17,9 +17,9 @@ import (
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/cli"
+	"handoff/pkg/integrationkit/command"
 	"handoff/pkg/integrationkit/logging"
 	"handoff/pkg/integrationkit/outbox"
-	"handoff/pkg/integrationkit/pgdb"
 )
 
 // The `finance outbox …` commands run directly against DATABASE_URL, without the HTTP
@@ -122,7 +122,7 @@ func (e env) withOutbox(ctx context.Context, f func(c outboxCLI) error) error {
 	if err != nil {
 		return err
 	}
-	return withDB(ctx, cfg.DatabaseURL, func(db *bun.DB) error {
+	return command.WithDB(ctx, cfg.DatabaseURL, func(db *bun.DB) error {
 		svc, closeOps, err := newOps(db, cfg, newGuard(cfg), logging.New(e.stderr, "finance", cfg.LogLevel))
 		if err != nil {
 			return err
@@ -134,17 +134,6 @@ func (e env) withOutbox(ctx context.Context, f func(c outboxCLI) error) error {
 		}
 		return commandLine(f(outboxCLI{svc: svc, causes: causes, out: e.stdout, progress: e.stderr, destination: cfg.WebhookURL}))
 	})
-}
-
-// withDB runs f on the small pool a command other than serve uses on the database at
-// url, and closes the pool after f.
-func withDB(ctx context.Context, url string, f func(db *bun.DB) error) (err error) {
-	db, err := pgdb.Open(ctx, url, 4)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, db.Close()) }()
-	return f(db)
 }
 
 // commandLine marks the errors that refuse what the command line said as mistakes on

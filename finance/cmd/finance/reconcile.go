@@ -6,13 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"handoff/finance/internal/reconcile"
 	"handoff/pkg/integrationkit/cli"
+	"handoff/pkg/integrationkit/command"
 )
 
 // errDiscrepancies makes `finance reconcile` exit 1 when it found any.
@@ -57,11 +57,11 @@ func (e env) reconcile(ctx context.Context, since sinceFlag, asJSON bool) error 
 	if err != nil {
 		return err
 	}
-	return withDB(ctx, cfg.DatabaseURL, func(db *bun.DB) error {
+	return command.WithDB(ctx, cfg.DatabaseURL, func(db *bun.DB) error {
 		progress := func(read int) {
 			fmt.Fprintf(e.stderr, "reconcile: %d processed events read from logistics so far\n", read)
 		}
-		rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, newGuard(cfg), nil, slog.New(slog.DiscardHandler), progress)
+		rec, closeClient, err := newReconciler(db, cfg.Oncall.Reconcile, newGuard(cfg), nil, nil, progress)
 		if err != nil {
 			return err
 		}

@@ -73,7 +73,7 @@ func retentionRun() command.Retention[config] {
 			"RETENTION_IDEMPOTENCY_AGE. Each job says on stderr what it does and how many rows\n" +
 			"so far after each batch of RETENTION_BATCH; stdout gets one line per table.",
 		New: func(db *bun.DB, cfg config) (*retention.Runner, error) {
-			return newRetention(db, cfg.Oncall.Retention, nil, slog.New(slog.DiscardHandler))
+			return newRetention(db, cfg.Oncall.Retention, nil, nil)
 		},
 	}
 }

@@ -63,7 +63,7 @@ func retentionRun() command.Retention[Config] {
 			"RETENTION_SCHEDULE does, in batches of RETENTION_BATCH. Says on stderr what it does\n" +
 			"and how many rows so far after each batch; stdout gets one line per table.",
 		New: func(db *bun.DB, cfg Config) (*retention.Runner, error) {
-			return newRetention(db, cfg.Retention, nil, slog.New(slog.DiscardHandler))
+			return newRetention(db, cfg.Retention, nil, nil)
 		},
 	}
 }

@@ -76,7 +76,7 @@ func (s *Service) ApplyEvents(ctx context.Context, tx bun.IDB, evs []Event) ([]O
 // It returns ErrNotFound, a *VersionError when version is not the current one, or a
 // *TransitionError when the state machine forbids the move; nothing changes then.
 func (s *Service) Move(ctx context.Context, id uuid.UUID, to State, version int64) (Detail, error) {
-	return s.detail(ctx, nil, "move shipment", id, func(ctx context.Context, tx bun.Tx) (Shipment, error) {
+	return s.detail(ctx, nil, "move shipment", func(ctx context.Context, tx bun.Tx) (Shipment, error) {
 		cur, err := s.store.lockByID(ctx, tx, id)
 		if err != nil {
 			return Shipment{}, err
@@ -102,14 +102,14 @@ func (s *Service) Move(ctx context.Context, id uuid.UUID, to State, version int6
 
 // Get returns the shipment with its history, or ErrNotFound.
 func (s *Service) Get(ctx context.Context, id uuid.UUID) (Detail, error) {
-	return s.detail(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, "get shipment", id,
+	return s.detail(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, "get shipment",
 		func(ctx context.Context, tx bun.Tx) (Shipment, error) { return s.store.get(ctx, tx, id) })
 }
 
 // detail runs shipmentOf in a transaction of opts and returns the shipment it answers
-// with the history of shipment id, read in the same transaction. An error is wrapped
+// with its history, read in the same transaction. An error is wrapped
 // in what: the operation's name.
-func (s *Service) detail(ctx context.Context, opts *sql.TxOptions, what string, id uuid.UUID,
+func (s *Service) detail(ctx context.Context, opts *sql.TxOptions, what string,
 	shipmentOf func(ctx context.Context, tx bun.Tx) (Shipment, error)) (Detail, error) {
 	var out Detail
 	err := s.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) error {
@@ -117,7 +117,7 @@ func (s *Service) detail(ctx context.Context, opts *sql.TxOptions, what string, 
 		if out.Shipment, err = shipmentOf(ctx, tx); err != nil {
 			return err
 		}
-		out.History, err = s.store.history(ctx, tx, id)
+		out.History, err = s.store.history(ctx, tx, out.Shipment.ID)
 		return err
 	})
 	if err != nil {

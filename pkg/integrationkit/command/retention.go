@@ -13,9 +13,20 @@ import (
 	"handoff/pkg/integrationkit/retention"
 )
 
-// retentionConns is the pool of `retention run`: one connection holds the run's
-// advisory lock and runs every statement.
-const retentionConns = 4
+// smallPool is the pool of a command other than serve (`retention run` among them):
+// one connection holds a run's advisory lock and runs every statement.
+const smallPool = 4
+
+// WithDB runs f on the small pool a command other than serve uses on the database at
+// url, and closes the pool after f.
+func WithDB(ctx context.Context, url string, f func(db *bun.DB) error) (err error) {
+	db, err := pgdb.Open(ctx, url, smallPool)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	return f(db)
+}
 
 // Retention is a binary's `retention run`: its jobs, run once now.
 type Retention[C any] struct {
@@ -29,17 +40,14 @@ type Retention[C any] struct {
 // progress on Stderr, one line per table on Stdout.
 func (b Binary[C]) retentionCommand() cli.Command {
 	return cli.Command{Name: "retention run", Summary: b.Retention.Summary, Help: b.Retention.Help,
-		Run: b.configured("retention", func(ctx context.Context, cfg C) (err error) {
-			db, err := pgdb.Open(ctx, b.DatabaseURL(cfg), retentionConns)
-			if err != nil {
-				return err
-			}
-			defer func() { err = errors.Join(err, db.Close()) }()
-			r, err := b.Retention.New(db, cfg)
-			if err != nil {
-				return err
-			}
-			return runRetention(retention.WithProgress(ctx, progress(b.Stderr)), r, b.Stdout)
+		Run: b.configured("retention", func(ctx context.Context, cfg C) error {
+			return WithDB(ctx, b.DatabaseURL(cfg), func(db *bun.DB) error {
+				r, err := b.Retention.New(db, cfg)
+				if err != nil {
+					return err
+				}
+				return runRetention(retention.WithProgress(ctx, progress(b.Stderr)), r, b.Stdout)
+			})
 		})}
 }
 

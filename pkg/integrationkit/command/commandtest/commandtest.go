@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -162,9 +163,7 @@ func FreeAddr(t testing.TB) string {
 // lasts until the test ends, and returns its path: the value of a *_FILE variable.
 func SecretFile(t testing.TB, content string) string {
 	t.Helper()
-	f, err := os.CreateTemp(t.TempDir(), "secret")
-	require.NoError(t, err)
-	_, err = f.WriteString(content)
-	require.NoError(t, errors.Join(err, f.Close()))
-	return f.Name()
+	path := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
 }
