@@ -38,7 +38,7 @@ bench-compare: ## compare two runs' JSON: make bench-compare OLD=a.json NEW=e2e/
 	@test -n "$(OLD)" -a -n "$(NEW)" || { echo "usage: make bench-compare OLD=old.json NEW=new.json"; exit 2; }
 	@cd e2e && go run ./cmd/bench -compare "$(abspath $(OLD))" "$(abspath $(NEW))"
 
-bench-short: ## a quick benchmark (about two minutes), ending with `e2e/ceiling: 0.NN`
+bench-short: ## a quick benchmark (under 100 s), ending with `e2e/ceiling: 0.NN`
 	@url=$$(scripts/pg.sh ensure) && export PG_ADMIN_URL=$$url TEST_DATABASE_URL=$$url && \
 		cd e2e && go run ./cmd/bench -short
 

@@ -78,7 +78,7 @@ func TestCompareMarksARegression(t *testing.T) {
 func TestRiverRowsNameTheirSettingsAndMarkTheBest(t *testing.T) {
 	t.Parallel()
 	r := &Result{
-		Plan:    plan{Scaling: 20_000, River: fullPlan.River},
+		Plan:    plan{Scaling: 20_000, Replicas: fullPlan.Replicas, River: fullPlan.River},
 		Ceiling: Ceiling{ProducerTxPerSec: 2000},
 		Modes:   []ModeResult{{Mode: "single"}, {Mode: "batch"}},
 		River: []RiverRun{
@@ -93,7 +93,8 @@ func TestRiverRowsNameTheirSettingsAndMarkTheBest(t *testing.T) {
 	require.Contains(t, out, "| 4 | River v0.51.2, 1 client, MaxWorkers 16, FetchCooldown 100ms (default): 20,000 seeded events drained, events/s (seconds) | 160 (125.0 s) | 0.08 | 160 (125.0 s) | 0.08 |")
 	require.Contains(t, out, "| 4 | River v0.51.2, 1 client, MaxWorkers 100, FetchCooldown 10ms: 20,000 seeded events drained, events/s (seconds), **best of the sweep** | 1,400 (14.3 s), 2 snoozed on 409, 0 retried | 0.70 |")
 	require.Contains(t, out, "| 4 | River, 1 client, MaxWorkers 100, FetchCooldown 100ms (default) | failed: the River baseline: exit status 1 | — |")
-	require.Less(t, strings.Index(out, "dispatcher replica(s)"), strings.Index(out, "River v0.51.2"), "beside the scaling rows, after them")
+	require.Equal(t, 3, strings.Count(out, "dispatcher replica(s)"), "a row for each count of the plan")
+	require.Less(t, strings.LastIndex(out, "dispatcher replica(s)"), strings.Index(out, "River v0.51.2"), "beside the scaling rows, after them")
 	for line := range strings.Lines(out) {
 		if strings.HasPrefix(line, "|") {
 			require.Equal(t, 2+2*2, strings.Count(line, "|")-1, "every row has all columns: %s", line)

@@ -81,7 +81,7 @@ func (e *env) scaling(ctx context.Context, cfg config, r *ModeResult, progress l
 // the first, with this pair's services stopped meanwhile (River's drains run on
 // services of their own, and its CPU counts every logistics process).
 func (e *env) drainByReplicas(ctx context.Context, p plan, r *ModeResult, progress logf) error {
-	for _, n := range []int{1, 2, 4} {
+	for _, n := range p.Replicas {
 		progress("%s: scaling: %d events drained by %d dispatcher(s)", e.mode, p.Scaling, n)
 		d, err := e.seededDrain(ctx, p, n, p.Scaling)
 		r.Scaling = append(r.Scaling, d)

@@ -39,15 +39,21 @@ import (
 
 func main() { command.Main("bench", run) }
 
-// plan is how much each phase does; -short shrinks it to fit in two minutes, and
-// measures River with only the best setting of the sweep.
+// binDir is where the binaries measured are built. It is kept between runs, so an
+// unchanged tree is not linked again.
+var binDir = filepath.Join(".out", "bin")
+
+// plan is how much each phase does; -short shrinks it to fit in 100 s, drains with one
+// and four dispatchers only, and measures River with only the best setting of the sweep.
 type plan struct {
-	Ceiling      time.Duration `json:"ceiling_ns"`
-	Saturation   time.Duration `json:"saturation_ns"`
-	Warmup       time.Duration `json:"warmup_ns"`
-	Latency      time.Duration `json:"latency_ns"`
-	Backlog      int           `json:"backlog"`
-	Scaling      int           `json:"scaling"`
+	Ceiling    time.Duration `json:"ceiling_ns"`
+	Saturation time.Duration `json:"saturation_ns"`
+	Warmup     time.Duration `json:"warmup_ns"`
+	Latency    time.Duration `json:"latency_ns"`
+	Backlog    int           `json:"backlog"`
+	Scaling    int           `json:"scaling"`
+	// Replicas are the dispatcher counts the scaling phase drains Scaling events with.
+	Replicas     []int         `json:"replicas"`
 	History      int           `json:"history"`
 	Pending      int           `json:"pending"`
 	ClaimSamples int           `json:"claim_samples"`
@@ -59,11 +65,11 @@ type plan struct {
 
 var (
 	fullPlan = plan{Ceiling: 10 * time.Second, Saturation: 20 * time.Second, Warmup: 3 * time.Second,
-		Latency: 15 * time.Second, Backlog: 50_000, Scaling: 20_000, History: 1_000_000, Pending: 100_000,
+		Latency: 15 * time.Second, Backlog: 50_000, Scaling: 20_000, Replicas: []int{1, 2, 4}, History: 1_000_000, Pending: 100_000,
 		ClaimSamples: 1000, DrainTimeout: 15 * time.Minute,
 		River: []riverSetting{{16, 0}, {16, 10 * time.Millisecond}, {100, 0}, {100, 10 * time.Millisecond}}}
 	shortPlan = plan{Ceiling: time.Second, Saturation: 5 * time.Second, Warmup: time.Second,
-		Latency: 2500 * time.Millisecond, Backlog: 1_500, Scaling: 1_500, History: 20_000, Pending: 2_000,
+		Latency: 2500 * time.Millisecond, Backlog: 1_000, Scaling: 1_500, Replicas: []int{1, 4}, History: 20_000, Pending: 1_000,
 		ClaimSamples: 100, DrainTimeout: 90 * time.Second,
 		River: []riverSetting{{100, 10 * time.Millisecond}}} // best of the sweep at 1,500 events, two cores
 )
@@ -97,7 +103,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var c config
 	var modes, phases string
-	fs.BoolVar(&c.short, "short", false, "quick run (under two minutes): smaller backlogs, shorter phases")
+	fs.BoolVar(&c.short, "short", false, "quick run (under 100 s): smaller backlogs, shorter phases, fewer drains")
 	fs.StringVar(&c.out, "out", filepath.Join(".out", "bench.json"), "where the JSON goes (the table goes beside it as .md)")
 	fs.StringVar(&modes, "modes", "single,batch", "delivery modes to measure end to end")
 	fs.StringVar(&phases, "phases", strings.Join(phaseNames, ","), "phases to run besides each mode's saturation")
@@ -194,15 +200,18 @@ func run(ctx context.Context, args, _ []string, stdout, stderr io.Writer) error 
 		res.Autovacuum += " (the server's autovacuum_naptime)"
 	}
 	progress("building the binaries")
-	baseline, riverBuilt := startRiverBuild(ctx, cfg)
-	if baseline != "" {
-		defer os.Remove(baseline)
+	bin, err := filepath.Abs(binDir) // the builds run in the modules' directories
+	if err == nil {
+		err = os.MkdirAll(bin, 0o755)
 	}
-	bin, err := harness.Build(false)
+	if err != nil {
+		return err
+	}
+	baseline, riverBuilt := startRiverBuild(ctx, cfg, bin)
+	err = harness.BuildInto(bin, false)
 	if err := cmp.Or(err, riverBuilt()); err != nil {
 		return err
 	}
-	defer harness.RemoveBinaries()
 	cl := &cluster{admin: cfg.admin}
 	defer func() {
 		if err := cl.dropAll(); err != nil {

@@ -345,7 +345,7 @@ func outageRows(r *Result, ofProd func(float64) float64) []row {
 
 func scalingRows(r *Result, ofProd func(float64) float64) []row {
 	var out []row
-	for i, n := range []int{1, 2, 4} {
+	for i, n := range r.Plan.Replicas {
 		out = append(out, row{"4", fmt.Sprintf("%s seeded events drained by %d dispatcher replica(s) on the scaling phase's own databases, fresh at its first drain as River's are at each: events/s (seconds); CPU ms per event, finance + logistics + PostgreSQL = total", num(float64(r.Plan.Scaling)), n),
 			func(m ModeResult) string {
 				if len(m.Scaling) <= i {

@@ -47,11 +47,11 @@ func riverDir() string {
 // startRiverBuild starts building the River baseline, when cfg measures it, beside
 // the services' build. It returns where the binary goes ("" when nothing is built)
 // and a wait for the build's end.
-func startRiverBuild(ctx context.Context, cfg config) (string, func() error) {
+func startRiverBuild(ctx context.Context, cfg config, dir string) (string, func() error) {
 	if !cfg.phases["river"] || len(cfg.plan.River) == 0 {
 		return "", func() error { return nil }
 	}
-	out := filepath.Join(os.TempDir(), fmt.Sprintf("handoff-riverbaseline-%d", os.Getpid()))
+	out := filepath.Join(dir, "riverbaseline")
 	done := make(chan error, 1)
 	go func() { done <- buildRiver(ctx, out) }()
 	return out, func() error { return <-done }
