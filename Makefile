@@ -61,5 +61,5 @@ build: ## build both binaries into bin/
 docs: ## rewrite README.md's configuration table from the binaries' declarations
 	@cd e2e && go test -count=1 -run '^TestReadmeConfigurationTable$$' ./deploy -update
 
-clean: ## remove bin/ (keeps .data/)
-	rm -rf bin
+clean: ## remove bin/ and the benchmark's binaries (keeps .data/)
+	rm -rf bin e2e/.out/bin

@@ -54,35 +54,35 @@ func repoRoot() string {
 // runs need the CPU for restarts and traffic.
 func Binaries(t testing.TB) string {
 	t.Helper()
-	dir, err := Build(false)
+	dir, err := Build()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-// Build builds both binaries (with the race detector when race) once per process and
-// returns their directory.
-func Build(race bool) (string, error) {
+// Build builds both binaries into a temporary directory once per process and returns
+// the directory (RemoveBinaries deletes it).
+func Build() (string, error) {
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "handoff-e2e-bin-")
 		if buildErr == nil {
-			buildErr = BuildInto(binDir, race)
+			buildErr = BuildInto(binDir)
 		}
 	})
 	return binDir, buildErr
 }
 
-// BuildInto builds both binaries into dir (with the race detector when race). go
+// BuildInto builds both binaries into dir (relative to the working directory). go
 // build links nothing anew whose binary in dir is up to date, so a dir kept between
 // runs (the benchmark's) costs a link only after a change.
-func BuildInto(dir string, race bool) error {
+func BuildInto(dir string) error {
+	dir, err := filepath.Abs(dir) // each build runs in its module's directory
+	if err != nil {
+		return err
+	}
 	for _, svc := range []string{"finance", "logistics"} {
-		args := []string{"build", "-o", filepath.Join(dir, svc)}
-		if race {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, "./cmd/"+svc)...)
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, svc), "./cmd/"+svc)
 		cmd.Dir = filepath.Join(repoRoot(), svc)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("build %s: %v\n%s", svc, err, out)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -41,6 +42,7 @@ func TestCeilingWorkersAreSortedAndDistinct(t *testing.T) {
 func TestTableMarksAnUnavailableModeAndEndsEachRow(t *testing.T) {
 	t.Parallel()
 	r := &Result{
+		Plan:    plan{Replicas: fullPlan.Replicas},
 		Ceiling: Ceiling{Workers: 8, ProducerTxPerSec: 2000, ConsumerTxPerSec: 2500},
 		Modes: []ModeResult{
 			{Mode: "single", Saturation: &Saturation{Events: 10, EndToEndPerSec: 600, PaymentsPerSec: 400}},
@@ -93,7 +95,7 @@ func TestRiverRowsNameTheirSettingsAndMarkTheBest(t *testing.T) {
 	require.Contains(t, out, "| 4 | River v0.51.2, 1 client, MaxWorkers 16, FetchCooldown 100ms (default): 20,000 seeded events drained, events/s (seconds) | 160 (125.0 s) | 0.08 | 160 (125.0 s) | 0.08 |")
 	require.Contains(t, out, "| 4 | River v0.51.2, 1 client, MaxWorkers 100, FetchCooldown 10ms: 20,000 seeded events drained, events/s (seconds), **best of the sweep** | 1,400 (14.3 s), 2 snoozed on 409, 0 retried | 0.70 |")
 	require.Contains(t, out, "| 4 | River, 1 client, MaxWorkers 100, FetchCooldown 100ms (default) | failed: the River baseline: exit status 1 | — |")
-	require.Equal(t, 3, strings.Count(out, "dispatcher replica(s)"), "a row for each count of the plan")
+	require.Equal(t, len(fullPlan.Replicas), strings.Count(out, "dispatcher replica(s)"), "a row for each count of the plan")
 	require.Less(t, strings.LastIndex(out, "dispatcher replica(s)"), strings.Index(out, "River v0.51.2"), "beside the scaling rows, after them")
 	for line := range strings.Lines(out) {
 		if strings.HasPrefix(line, "|") {
@@ -116,4 +118,15 @@ func TestRiverRowsOfAShortRun(t *testing.T) {
 	v, _ := cell(none.Modes[0], rows[0])
 	require.Equal(t, "not measured in -short", v)
 	require.Empty(t, riverRows(&Result{}, nil), "a full run without the River phase has no River row")
+}
+
+func TestScalingRowsFollowThePlan(t *testing.T) {
+	t.Parallel()
+	for _, p := range []plan{fullPlan, shortPlan} {
+		rows := scalingRows(&Result{Plan: p}, func(float64) float64 { return 0 })
+		require.Len(t, rows, len(p.Replicas))
+		for i, n := range p.Replicas {
+			require.Contains(t, rows[i].label, fmt.Sprintf("drained by %d dispatcher replica(s)", n))
+		}
+	}
 }

@@ -46,7 +46,7 @@ func (e *env) outage(ctx context.Context, p plan, clerks int, progress logf) (Dr
 	return d, e.drainStats(ctx, &d, up, start)
 }
 
-// scaling drains p.Scaling seeded events by 1, 2 and 4 dispatchers on services and
+// scaling drains p.Scaling seeded events by each count of p.Replicas dispatchers on services and
 // databases of their own, fresh as each River baseline run's are: the phases before
 // leave the mode's databases with hundreds of thousands of rows, their dead tuples
 // and the history finance's chart recounts, none of which River's drains meet. The

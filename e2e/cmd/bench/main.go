@@ -208,7 +208,7 @@ func run(ctx context.Context, args, _ []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	baseline, riverBuilt := startRiverBuild(ctx, cfg, bin)
-	err = harness.BuildInto(bin, false)
+	err = harness.BuildInto(bin)
 	if err := cmp.Or(err, riverBuilt()); err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ type services struct {
 func run(ctx context.Context, _, _ []string, out, _ io.Writer) error {
 	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 	say("building the binaries…")
-	bin, err := harness.Build(false)
+	bin, err := harness.Build()
 	if err != nil {
 		return err
 	}
