@@ -46,12 +46,13 @@ func (e *env) outage(ctx context.Context, p plan, clerks int, progress logf) (Dr
 	return d, e.drainStats(ctx, &d, up, start)
 }
 
-// scaling drains p.Scaling seeded events by each count of p.Replicas dispatchers on services and
-// databases of their own, fresh as each River baseline run's are: the phases before
-// leave the mode's databases with hundreds of thousands of rows, their dead tuples
-// and the history finance's chart recounts, none of which River's drains meet. The
-// mode's own services stop meanwhile, so that their processor time does not count in
-// the drains, and start again after them. The drains' outbox counts join the mode's.
+// scaling drains p.Scaling seeded events by each count of dispatchers in p.Replicas,
+// on services and databases of their own, fresh as each River baseline run's are: the
+// phases before leave the mode's databases with hundreds of thousands of rows, their
+// dead tuples and the history finance's chart recounts, none of which River's drains
+// meet. The mode's own services stop meanwhile, so that their processor time does not
+// count in the drains, and start again after them. The drains' outbox counts join the
+// mode's.
 func (e *env) scaling(ctx context.Context, cfg config, r *ModeResult, progress logf) error {
 	progress("%s: scaling: fresh databases; the mode's services stop meanwhile", e.mode)
 	if err := e.stopServices(); err != nil {

@@ -45,8 +45,8 @@ func riverDir() string {
 }
 
 // startRiverBuild starts building the River baseline into the absolute directory dir,
-// when cfg measures it, beside the services' build. It returns where the binary goes ("" when nothing is built)
-// and a wait for the build's end.
+// when cfg measures it, beside the services' build. It returns where the binary goes
+// ("" when nothing is built) and a wait for the build's end.
 func startRiverBuild(ctx context.Context, cfg config, dir string) (string, func() error) {
 	if !cfg.phases["river"] || len(cfg.plan.River) == 0 {
 		return "", func() error { return nil }
