@@ -19,6 +19,7 @@ import (
 	"handoff/migrations"
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/httpserver"
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 
 	"handoff/logistics/internal/shipment"
@@ -60,9 +61,9 @@ func Serve(t testing.TB, register func(*echo.Echo)) string {
 // Apply applies ev to svc in a transaction of its own, as the webhook would.
 func Apply(db *bun.DB, svc *shipment.Service, ev shipment.Event) (shipment.Result, error) {
 	var res shipment.Result
-	err := db.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
+	err := pgdb.RunInPipe(context.Background(), db, func(ctx context.Context, p *pgdb.Pipe) error {
 		var err error
-		res, err = svc.ApplyEvent(ctx, tx, ev)
+		res, err = svc.ApplyEvent(ctx, p, ev)
 		return err
 	})
 	return res, err

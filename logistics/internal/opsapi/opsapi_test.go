@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/pgdb"
 
 	"handoff/logistics/internal/logisticstest"
 	"handoff/logistics/internal/opsapi"
@@ -53,8 +54,8 @@ func (b bundle) receive(t *testing.T, typ shipment.EventType, inv uuid.UUID, seq
 	ev := shipment.Event{Type: typ, InvoiceID: inv, InvoiceNumber: "INV-000042", CustomerID: "c", Sequence: seq, IdempotencyKey: key}
 	_, err := b.inbox.Process(ctx, b.db, inbox.Item{Key: key, PayloadHash: []byte{1},
 		Columns: map[string]any{"event_id": uuid.NewString(), "event_type": string(typ), "invoice_id": inv}},
-		func(ctx context.Context, tx bun.Tx) (string, error) {
-			res, err := b.svc.ApplyEvent(ctx, tx, ev)
+		func(ctx context.Context, r pgdb.Runner) (string, error) {
+			res, err := b.svc.ApplyEvent(ctx, r, ev)
 			return string(res), err
 		})
 	require.NoError(t, err)

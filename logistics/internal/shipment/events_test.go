@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
+	"handoff/pkg/integrationkit/pgdb"
+
 	"handoff/logistics/internal/shipment"
 )
 
@@ -16,7 +18,7 @@ func (b bundle) applyAll(t *testing.T, evs ...shipment.Event) []shipment.Outcome
 	var outs []shipment.Outcome
 	err := b.db.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		outs, err = b.svc.ApplyEvents(ctx, tx, evs)
+		outs, err = b.svc.ApplyEvents(ctx, pgdb.Prepared(tx), evs)
 		return err
 	})
 	require.NoError(t, err)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // Service moves shipments. Event application joins the caller's transaction (the
@@ -21,21 +23,23 @@ func NewService(db *bun.DB) *Service {
 	return &Service{db: db}
 }
 
-// ApplyEvent applies ev to its invoice's shipment inside tx, creating the shipment
-// when ev is the first event seen. It returns ErrNotYetApplicable, changing nothing,
-// when ev needs a shipment that does not exist yet.
-func (s *Service) ApplyEvent(ctx context.Context, tx bun.IDB, ev Event) (Result, error) {
-	outs, err := s.ApplyEvents(ctx, tx, []Event{ev})
+// ApplyEvent applies ev to its invoice's shipment inside r's transaction, creating
+// the shipment when ev is the first event seen. It returns ErrNotYetApplicable,
+// changing nothing, when ev needs a shipment that does not exist yet.
+func (s *Service) ApplyEvent(ctx context.Context, r pgdb.Runner, ev Event) (Result, error) {
+	outs, err := s.ApplyEvents(ctx, r, []Event{ev})
 	if err != nil {
 		return "", err
 	}
 	return outs[0].Result, outs[0].Err
 }
 
-// ApplyEvents applies evs inside tx with a fixed number of statements and returns one
-// outcome per event, in order. Each event gets the outcome it would get alone: events
-// of one invoice apply in sequence order, each against the state the previous ones
-// left, and an event that cannot apply yet (Outcome.Err) changes nothing.
+// ApplyEvents applies evs inside r's transaction with a fixed number of statements
+// and returns one outcome per event, in order. Each event gets the outcome it would
+// get alone: events of one invoice apply in sequence order, each against the state
+// the previous ones left, and an event that cannot apply yet (Outcome.Err) changes
+// nothing. The locks and writes are queued (pgdb.Runner.Queue): through a pgdb.Pipe
+// the locks travel with the read, and the writes with the COMMIT.
 //
 // Locking, and why it cannot deadlock: the invoices' advisory locks are taken first,
 // in lock-key order, then their shipment rows. Every event application, single or
@@ -44,15 +48,15 @@ func (s *Service) ApplyEvent(ctx context.Context, tx bun.IDB, ev Event) (Result,
 // one shipment row and waits for nothing else. So locks are acquired keys first, then
 // invoices, each class in one global order, and no wait can close a cycle. Two event
 // applications never contend for a shipment row: its invoice lock already orders them.
-func (s *Service) ApplyEvents(ctx context.Context, tx bun.IDB, evs []Event) ([]Outcome, error) {
+func (s *Service) ApplyEvents(ctx context.Context, r pgdb.Runner, evs []Event) ([]Outcome, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
 	invoices := invoiceIDs(evs)
-	if err := s.store.lockInvoices(ctx, tx, invoices); err != nil {
+	if err := s.store.lockInvoices(ctx, r, invoices); err != nil {
 		return nil, err
 	}
-	current, err := s.store.lockByInvoices(ctx, tx, invoices)
+	current, err := s.store.lockByInvoices(ctx, r, invoices)
 	if err != nil {
 		return nil, err
 	}
@@ -60,13 +64,13 @@ func (s *Service) ApplyEvents(ctx context.Context, tx bun.IDB, evs []Event) ([]O
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store.insertShipments(ctx, tx, p.created); err != nil {
+	if err := s.store.insertShipments(ctx, r, p.created); err != nil {
 		return nil, err
 	}
-	if err := s.store.updateStates(ctx, tx, p.updated); err != nil {
+	if err := s.store.updateStates(ctx, r, p.updated); err != nil {
 		return nil, err
 	}
-	if err := s.store.addChanges(ctx, tx, p.history); err != nil {
+	if err := s.store.addChanges(ctx, r, p.history); err != nil {
 		return nil, err
 	}
 	return p.outcomes, nil
@@ -93,7 +97,7 @@ func (s *Service) Move(ctx context.Context, id uuid.UUID, to State, version int6
 		if err != nil {
 			return Shipment{}, err
 		}
-		err = s.store.addChanges(ctx, tx, []change{{shipmentID: id, Change: Change{
+		err = s.store.addChanges(ctx, pgdb.Prepared(tx), []change{{shipmentID: id, Change: Change{
 			From: cur.State, To: to, Version: next.Version, Cause: CauseWarehouse,
 		}}})
 		return moved, err

@@ -12,6 +12,8 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/goleak"
 
+	"handoff/pkg/integrationkit/pgdb"
+
 	"handoff/logistics/internal/logisticstest"
 	"handoff/logistics/internal/shipment"
 )
@@ -230,11 +232,11 @@ func TestConcurrentFirstEventsOfAnInvoice(t *testing.T) {
 	t.Parallel()
 	for name, first := range map[string]func(t *testing.T, b bundle, tx bun.Tx, ev shipment.Event){
 		"single": func(t *testing.T, b bundle, tx bun.Tx, ev shipment.Event) {
-			_, err := b.svc.ApplyEvent(context.Background(), tx, ev)
+			_, err := b.svc.ApplyEvent(context.Background(), pgdb.Prepared(tx), ev)
 			require.NoError(t, err)
 		},
 		"batch": func(t *testing.T, b bundle, tx bun.Tx, ev shipment.Event) {
-			outs, err := b.svc.ApplyEvents(context.Background(), tx, []shipment.Event{ev})
+			outs, err := b.svc.ApplyEvents(context.Background(), pgdb.Prepared(tx), []shipment.Event{ev})
 			require.NoError(t, err)
 			require.Equal(t, []shipment.Outcome{{Result: shipment.ResultApplied}}, outs)
 		},
@@ -308,7 +310,7 @@ func TestApplyEventJoinsTheCallersTransaction(t *testing.T) {
 	b := setup(t)
 	rollback := errors.New("caller rolls back")
 	err := b.db.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := b.svc.ApplyEvent(ctx, tx, event(shipment.InvoicePaid, uuid.New(), 2))
+		_, err := b.svc.ApplyEvent(ctx, pgdb.Prepared(tx), event(shipment.InvoicePaid, uuid.New(), 2))
 		require.NoError(t, err)
 		return rollback
 	})

@@ -135,18 +135,15 @@ func (store) list(ctx context.Context, db bun.IDB, f Filter, limit int) ([]Shipm
 // shipment: whoever holds an invoice's lock is the only one that may create its
 // shipment, so a read under the lock that finds none stays true until the insert.
 // The read must be a later statement than this one: a statement's snapshot predates
-// the locks it waits for.
-func (store) lockInvoices(ctx context.Context, db bun.IDB, invoiceIDs []uuid.UUID) error {
-	_, err := pgdb.Prepared(db).Exec(ctx, sqlLockInvoices, invoiceIDs)
-	if err != nil {
-		return fmt.Errorf("lock invoices: %w", err)
-	}
-	return nil
+// the locks it waits for. It may share the round trip: the lock is queued, and
+// through a pgdb.Pipe travels with the read, whose snapshot is taken when it starts.
+func (store) lockInvoices(ctx context.Context, r pgdb.Runner, invoiceIDs []uuid.UUID) error {
+	return r.Queue(ctx, "lock invoices", sqlLockInvoices, invoiceIDs)
 }
 
 // The statements of an event application (ApplyEvents) have a fixed text whatever
 // the number of events, their values passed as arrays, so pgx prepares each once per
-// connection (pgdb.Prepared) and its plan is reused; bun would write every value into
+// connection (pgdb.Runner) and its plan is reused; bun would write every value into
 // the text, parsed and planned anew each time.
 const (
 	sqlLockInvoices = `SELECT pg_advisory_xact_lock(k) FROM (
@@ -172,31 +169,28 @@ const (
 
 // lockByInvoices returns the existing shipments of the invoices, locked for update in
 // invoice order.
-func (store) lockByInvoices(ctx context.Context, db bun.IDB, invoiceIDs []uuid.UUID) ([]Shipment, error) {
-	rows, err := pgdb.Prepared(db).Query(ctx, sqlLockByInvoices, invoiceIDs)
-	if err != nil {
-		return nil, fmt.Errorf("lock shipments of %d invoices: %w", len(invoiceIDs), err)
-	}
-	defer rows.Close()
+func (store) lockByInvoices(ctx context.Context, r pgdb.Runner, invoiceIDs []uuid.UUID) ([]Shipment, error) {
 	var out []Shipment
-	for rows.Next() {
+	err := r.Each(ctx, sqlLockByInvoices, []any{invoiceIDs}, func(scan func(...any) error) error {
 		var s Shipment
 		var state string
-		if err := rows.Scan(&s.ID, &s.Seq, &s.InvoiceID, &s.InvoiceNumber, &s.CustomerID, &state, &s.Version,
+		if err := scan(&s.ID, &s.Seq, &s.InvoiceID, &s.InvoiceNumber, &s.CustomerID, &state, &s.Version,
 			&s.LastEventSeq, &s.CreatedAt, &s.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("lock shipments of %d invoices: %w", len(invoiceIDs), err)
+			return err
 		}
 		s.State = State(state)
 		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("lock shipments of %d invoices: %w", len(invoiceIDs), err)
 	}
 	return out, nil
 }
 
-// insertShipments creates shipments in one statement, in the order given.
-func (store) insertShipments(ctx context.Context, db bun.IDB, ss []Shipment) error {
+// insertShipments creates shipments in one statement, in the order given; it is
+// queued, as are the other writes of an event application.
+func (store) insertShipments(ctx context.Context, r pgdb.Runner, ss []Shipment) error {
 	if len(ss) == 0 {
 		return nil
 	}
@@ -208,16 +202,13 @@ func (store) insertShipments(ctx context.Context, db bun.IDB, ss []Shipment) err
 		ids[i], invoices[i], numbers[i], customers[i] = s.ID, s.InvoiceID, s.InvoiceNumber, s.CustomerID
 		states[i], versions[i], seqs[i] = string(s.State), s.Version, s.LastEventSeq
 	}
-	_, err := pgdb.Prepared(db).Exec(ctx, sqlInsertShipments, ids, invoices, numbers, customers, states, versions, seqs)
-	if err != nil {
-		return fmt.Errorf("create %d shipments: %w", n, err)
-	}
-	return nil
+	return r.Queue(ctx, fmt.Sprintf("create %d shipments", n), sqlInsertShipments,
+		ids, invoices, numbers, customers, states, versions, seqs)
 }
 
 // updateStates writes the state, version and last event sequence of shipments in one
 // statement.
-func (store) updateStates(ctx context.Context, db bun.IDB, ss []Shipment) error {
+func (store) updateStates(ctx context.Context, r pgdb.Runner, ss []Shipment) error {
 	if len(ss) == 0 {
 		return nil
 	}
@@ -226,10 +217,7 @@ func (store) updateStates(ctx context.Context, db bun.IDB, ss []Shipment) error 
 	for i, s := range ss {
 		ids[i], states[i], versions[i], seqs[i] = s.ID, string(s.State), s.Version, s.LastEventSeq
 	}
-	if _, err := pgdb.Prepared(db).Exec(ctx, sqlUpdateStates, ids, states, versions, seqs); err != nil {
-		return fmt.Errorf("update %d shipments: %w", n, err)
-	}
-	return nil
+	return r.Queue(ctx, fmt.Sprintf("update %d shipments", n), sqlUpdateStates, ids, states, versions, seqs)
 }
 
 // change is a history row to add to a shipment.
@@ -240,7 +228,7 @@ type change struct {
 
 // addChanges appends history rows in one statement, in the order given (which is
 // the order of their ids, and so of the history).
-func (store) addChanges(ctx context.Context, db bun.IDB, cs []change) error {
+func (store) addChanges(ctx context.Context, r pgdb.Runner, cs []change) error {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -250,8 +238,6 @@ func (store) addChanges(ctx context.Context, db bun.IDB, cs []change) error {
 	for i, c := range cs {
 		ids[i], from[i], to[i], versions[i], causes[i], keys[i] = c.shipmentID, string(c.From), string(c.To), c.Version, c.Cause, c.IdempotencyKey
 	}
-	if _, err := pgdb.Prepared(db).Exec(ctx, sqlAddChanges, ids, from, to, versions, causes, keys); err != nil {
-		return fmt.Errorf("record %d history rows: %w", n, err)
-	}
-	return nil
+	return r.Queue(ctx, fmt.Sprintf("record %d history rows", n), sqlAddChanges,
+		ids, from, to, versions, causes, keys)
 }

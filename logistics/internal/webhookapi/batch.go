@@ -14,6 +14,7 @@ import (
 	"handoff/pkg/integrationkit/httpserver"
 	"handoff/pkg/integrationkit/inbox"
 	"handoff/pkg/integrationkit/logging"
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/problem"
 
 	"handoff/logistics/internal/shipment"
@@ -160,7 +161,7 @@ func (h *Handler) processBatch(ctx context.Context, evs []event, idx []int, answ
 		for j, k := range fresh {
 			batch[j] = evs[k].Event
 		}
-		outs, err := h.cfg.Shipments.ApplyEvents(ctx, tx, batch)
+		outs, err := h.cfg.Shipments.ApplyEvents(ctx, pgdb.Prepared(tx), batch)
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/problem"
 	"handoff/pkg/integrationkit/strict"
 	"handoff/pkg/integrationkit/webhook"
@@ -40,8 +41,8 @@ const DefaultBatchMaxItems = 500
 
 // Shipments applies events; *shipment.Service is the implementation.
 type Shipments interface {
-	ApplyEvent(ctx context.Context, tx bun.IDB, ev shipment.Event) (shipment.Result, error)
-	ApplyEvents(ctx context.Context, tx bun.IDB, evs []shipment.Event) ([]shipment.Outcome, error)
+	ApplyEvent(ctx context.Context, r pgdb.Runner, ev shipment.Event) (shipment.Result, error)
+	ApplyEvents(ctx context.Context, r pgdb.Runner, evs []shipment.Event) ([]shipment.Outcome, error)
 }
 
 // Config holds the handler's dependencies and limits; DB, Shipments, Verifier and Log
@@ -146,10 +147,12 @@ func (h *Handler) readSigned(c echo.Context, limit int64) ([]byte, error) {
 	return body, nil
 }
 
-// process applies one validated event in its own transaction.
+// process applies one validated event in its own transaction: the inbox's pipe, three
+// round trips (claim the key; lock the invoice and read its shipment; write and
+// commit).
 func (h *Handler) process(ctx context.Context, ev event) (Ack, error) {
-	apply := func(ctx context.Context, tx bun.Tx) (string, error) {
-		res, err := h.cfg.Shipments.ApplyEvent(ctx, tx, ev.Event)
+	apply := func(ctx context.Context, r pgdb.Runner) (string, error) {
+		res, err := h.cfg.Shipments.ApplyEvent(ctx, r, ev.Event)
 		return string(res), err
 	}
 	out, err := h.inbox.Process(ctx, h.cfg.DB, inboxItem(ev), apply)

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/uptrace/bun"
-
 	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
@@ -39,8 +38,8 @@ func ExampleInbox_Process() {
 	}
 	for range 2 { // the sender retries: the first answer was lost
 		out, err := in.Process(context.Background(), db, inbox.Item{Key: "order.paid:o-1", PayloadHash: hash},
-			func(ctx context.Context, tx bun.Tx) (string, error) {
-				_, err := tx.NewRaw(`UPDATE orders SET paid_count = paid_count + 1 WHERE id = ?`, "o-1").Exec(ctx)
+			func(ctx context.Context, r pgdb.Runner) (string, error) {
+				_, err := r.Exec(ctx, `UPDATE orders SET paid_count = paid_count + 1 WHERE id = $1`, "o-1")
 				return inbox.ResultApplied, err
 			})
 		switch {

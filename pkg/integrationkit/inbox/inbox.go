@@ -27,7 +27,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -82,10 +81,14 @@ type Outcome struct {
 	Result string
 }
 
-// ApplyFunc makes the business change of an item inside tx and returns a short result
-// to store with the record (empty means ResultApplied). An error rolls back the
-// record too, so the same key can be tried again later.
-type ApplyFunc func(ctx context.Context, tx bun.Tx) (result string, err error)
+// ApplyFunc makes the business change of an item inside the transaction r runs in
+// and returns a short result to store with the record (empty means ResultApplied).
+// An error rolls back the record too, so the same key can be tried again later.
+//
+// Under Process, r is a pgdb.Pipe: statements queued with r.Queue travel with the
+// next one whose result is read, or with the COMMIT, so an item whose change reads
+// once and writes a few rows costs three round trips in all.
+type ApplyFunc func(ctx context.Context, r pgdb.Runner) (result string, err error)
 
 // Inbox records processed keys in one table.
 type Inbox struct {
@@ -118,9 +121,9 @@ func (in *Inbox) Process(ctx context.Context, db *bun.DB, it Item, apply ApplyFu
 		}
 		tracing.End(span, err)
 	}()
-	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
 		var err error
-		out, err = in.process(ctx, tx, it, apply)
+		out, err = in.process(ctx, p, it, apply)
 		return err
 	})
 	if err != nil {
@@ -140,7 +143,7 @@ func (in *Inbox) ProcessTx(ctx context.Context, tx bun.Tx, it Item, apply ApplyF
 	var out Outcome
 	err := tx.RunInTx(ctx, nil, func(ctx context.Context, sp bun.Tx) error {
 		var err error
-		out, err = in.process(ctx, sp, it, apply)
+		out, err = in.process(ctx, pgdb.Prepared(sp), it, apply)
 		return err
 	})
 	if err != nil {
@@ -149,24 +152,24 @@ func (in *Inbox) ProcessTx(ctx context.Context, tx bun.Tx, it Item, apply ApplyF
 	return out, nil
 }
 
-func (in *Inbox) process(ctx context.Context, tx bun.Tx, it Item, apply ApplyFunc) (Outcome, error) {
-	inserted, err := in.insert(ctx, tx, it)
+func (in *Inbox) process(ctx context.Context, r pgdb.Runner, it Item, apply ApplyFunc) (Outcome, error) {
+	inserted, err := in.insert(ctx, r, it)
 	if err != nil {
 		return Outcome{}, err
 	}
 	if !inserted {
-		return in.duplicate(ctx, tx, it)
+		return in.duplicate(ctx, r, it)
 	}
-	result, err := apply(ctx, tx)
+	result, err := apply(ctx, r)
 	if err != nil {
 		return Outcome{}, err
 	}
 	result = cmp.Or(result, ResultApplied)
 	if result != ResultApplied {
-		_, err := tx.NewRaw(`UPDATE ? SET result = ? WHERE idempotency_key = ?`,
-			bun.Ident(in.table), result, it.Key).Exec(ctx)
+		err := r.Queue(ctx, "inbox: store result", `UPDATE `+pgx.Identifier{in.table}.Sanitize()+
+			` SET result = $1 WHERE idempotency_key = $2`, result, it.Key)
 		if err != nil {
-			return Outcome{}, fmt.Errorf("inbox: store result: %w", err)
+			return Outcome{}, err
 		}
 	}
 	return Outcome{Result: result}, nil
@@ -178,7 +181,7 @@ func (in *Inbox) process(ctx context.Context, tx bun.Tx, it Item, apply ApplyFun
 // The statement's text depends only on the table and the item's column names, and
 // its values are parameters, so pgx prepares it once per connection (pgdb.Prepared):
 // it runs once per request.
-func (in *Inbox) insert(ctx context.Context, tx bun.Tx, it Item) (bool, error) {
+func (in *Inbox) insert(ctx context.Context, r pgdb.Runner, it Item) (bool, error) {
 	names := slices.Sorted(maps.Keys(it.Columns))
 	cols := []string{"idempotency_key", "payload_hash", "result"}
 	params := []string{"$1", "$2", "$3"}
@@ -190,7 +193,7 @@ func (in *Inbox) insert(ctx context.Context, tx bun.Tx, it Item) (bool, error) {
 	}
 	query := `INSERT INTO ` + pgx.Identifier{in.table}.Sanitize() + ` (` + strings.Join(cols, ", ") + `) VALUES (` +
 		strings.Join(params, ", ") + `) ON CONFLICT (idempotency_key) DO NOTHING`
-	res, err := pgdb.Prepared(tx).Exec(ctx, query, vals...)
+	res, err := r.Exec(ctx, query, vals...)
 	if err != nil {
 		return false, fmt.Errorf("inbox: record key: %w", err)
 	}
@@ -201,18 +204,22 @@ func (in *Inbox) insert(ctx context.Context, tx bun.Tx, it Item) (bool, error) {
 	return n == 1, nil
 }
 
-func (in *Inbox) duplicate(ctx context.Context, tx bun.Tx, it Item) (Outcome, error) {
+func (in *Inbox) duplicate(ctx context.Context, r pgdb.Runner, it Item) (Outcome, error) {
 	var hash []byte
 	var result string
-	err := tx.NewRaw(`SELECT payload_hash, result FROM ? WHERE idempotency_key = ?`,
-		bun.Ident(in.table), it.Key).Scan(ctx, &hash, &result)
-	if errors.Is(err, sql.ErrNoRows) {
+	found := false
+	err := r.Each(ctx, `SELECT payload_hash, result FROM `+pgx.Identifier{in.table}.Sanitize()+
+		` WHERE idempotency_key = $1`, []any{it.Key}, func(scan func(...any) error) error {
+		found = true
+		return scan(&hash, &result)
+	})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("inbox: read record: %w", err)
+	}
+	if !found {
 		// Only a concurrent purge of old records can remove the row between the two
 		// statements; the sender's retry will find the key free.
 		return Outcome{}, fmt.Errorf("inbox: record of key %q vanished while reading it", it.Key)
-	}
-	if err != nil {
-		return Outcome{}, fmt.Errorf("inbox: read record: %w", err)
 	}
 	if !it.matches(hash) {
 		return Outcome{}, fmt.Errorf("%w: %q", ErrKeyReuse, it.Key)

@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
@@ -49,9 +50,8 @@ func item(t *testing.T, key, payload string) inbox.Item {
 
 // effect is an ApplyFunc that records one row per application.
 func effect(key, result string) inbox.ApplyFunc {
-	return func(ctx context.Context, tx bun.Tx) (string, error) {
-		_, err := tx.NewRaw(`INSERT INTO effects (key) VALUES (?)`, key).Exec(ctx)
-		return result, err
+	return func(ctx context.Context, r pgdb.Runner) (string, error) {
+		return result, r.Queue(ctx, "record the effect", `INSERT INTO effects (key) VALUES ($1)`, key)
 	}
 }
 
@@ -98,14 +98,18 @@ func TestProcessWaiterAppliesWhenTheFirstRollsBack(t *testing.T) {
 	firstDone := make(chan error, 1)
 	inApply := make(chan struct{})
 	go func() {
-		_, err := b.in.Process(ctx, b.db, it, func(ctx context.Context, tx bun.Tx) (string, error) {
+		_, err := b.in.Process(ctx, b.db, it, func(context.Context, pgdb.Runner) (string, error) {
 			close(inApply)
 			<-release
 			return "", failed
 		})
 		firstDone <- err
 	}()
-	<-inApply
+	select {
+	case <-inApply:
+	case err := <-firstDone:
+		t.Fatalf("the first request ended before its apply: %v", err)
+	}
 
 	type result struct {
 		out inbox.Outcome

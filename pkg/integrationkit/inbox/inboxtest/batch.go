@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // batchEffects is a BatchApplyFunc that records one effect row per fresh item, except
@@ -25,7 +26,7 @@ func batchEffects(items []inbox.Item, reject map[string]error) inbox.BatchApplyF
 			if key == "stale" {
 				out[j].Result = "stale"
 			}
-			if _, err := effect(key, "")(ctx, tx); err != nil {
+			if _, err := effect(key, "")(ctx, pgdb.Prepared(tx)); err != nil {
 				return nil, err
 			}
 		}

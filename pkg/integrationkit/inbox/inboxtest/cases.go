@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // A key is applied once; a copy with the same content, however encoded, is a
@@ -69,8 +70,8 @@ func exercisePriorHashes(t *testing.T, s *suite) {
 // again and is then applied.
 func exerciseApplyError(t *testing.T, s *suite) {
 	notYet := errors.New("not yet")
-	_, err := s.in.Process(s.ctx, s.db, s.item(t, "k", `{}`), func(ctx context.Context, tx bun.Tx) (string, error) {
-		_, err := effect("k", "")(ctx, tx)
+	_, err := s.in.Process(s.ctx, s.db, s.item(t, "k", `{}`), func(ctx context.Context, r pgdb.Runner) (string, error) {
+		_, err := effect("k", "")(ctx, r)
 		require.NoError(t, err)
 		return "", notYet
 	})
@@ -121,8 +122,8 @@ func exerciseProcessTx(t *testing.T, s *suite) {
 		for _, key := range []string{"a", "b", "a"} {
 			apply := effect(key, "")
 			if key == "b" {
-				apply = func(ctx context.Context, tx bun.Tx) (string, error) {
-					_, err := effect("b", "")(ctx, tx)
+				apply = func(ctx context.Context, r pgdb.Runner) (string, error) {
+					_, err := effect("b", "")(ctx, r)
 					require.NoError(t, err)
 					return "", bad
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"handoff/pkg/integrationkit/inbox"
+	"handoff/pkg/integrationkit/pgdb"
 	"handoff/pkg/integrationkit/pgtest"
 )
 
@@ -73,17 +74,17 @@ func (s *suite) item(t *testing.T, key, payload string) inbox.Item {
 	return inbox.Item{Key: key, PayloadHash: h, Columns: s.columns(key)}
 }
 
-// effect is an ApplyFunc that records one effect row for key and returns result.
+// effect is an ApplyFunc that records one effect row for key and returns result. The
+// row is queued: under Process it goes with the COMMIT.
 func effect(key, result string) inbox.ApplyFunc {
-	return func(ctx context.Context, tx bun.Tx) (string, error) {
-		_, err := tx.NewRaw(`INSERT INTO ? (key) VALUES (?)`, bun.Ident(effects), key).Exec(ctx)
-		return result, err
+	return func(ctx context.Context, r pgdb.Runner) (string, error) {
+		return result, r.Queue(ctx, "record the effect", `INSERT INTO `+effects+` (key) VALUES ($1)`, key)
 	}
 }
 
 // never is an ApplyFunc for a copy that must not be applied.
 func never(t *testing.T) inbox.ApplyFunc {
-	return func(context.Context, bun.Tx) (string, error) {
+	return func(context.Context, pgdb.Runner) (string, error) {
 		t.Error("apply ran for an item that is not fresh")
 		return "", nil
 	}

@@ -1,0 +1,169 @@
+package pgdb_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
+	"handoff/pkg/integrationkit/pgtest"
+)
+
+// pipeDB is a database with the notes table whose pool holds one connection, so a
+// connection a pipe left inside a transaction would be the next one handed out.
+func pipeDB(t *testing.T) *bun.DB {
+	t.Helper()
+	db, _ := pgtest.NewDB(t, "kitpipe", notesSchema)
+	db.SetMaxOpenConns(1)
+	return db
+}
+
+func countNotes(t *testing.T, db *bun.DB) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pgdb.Prepared(db).QueryRow(context.Background(), `SELECT count(*) FROM notes`, nil, &n))
+	return n
+}
+
+const insertNote = `INSERT INTO notes (id, body) VALUES ($1, $2)`
+
+// A queued statement runs with the next one read, in order and in the transaction:
+// the read sees it, and the queued write after the read commits with the COMMIT.
+func TestPipeRunsQueuedStatementsWithTheNextRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pipeDB(t)
+	err := pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
+		res, err := p.Exec(ctx, insertNote, 1, "exec")
+		require.NoError(t, err)
+		n, err := res.RowsAffected()
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		require.NoError(t, p.Queue(ctx, "second note", insertNote, 2, "queued"))
+		var bodies []string
+		require.NoError(t, p.Each(ctx, `SELECT body FROM notes ORDER BY id`, nil, func(scan func(...any) error) error {
+			var b string
+			if err := scan(&b); err != nil {
+				return err
+			}
+			bodies = append(bodies, b)
+			return nil
+		}))
+		require.Equal(t, []string{"exec", "queued"}, bodies, "the read ran after the queued insert, in its transaction")
+		return p.Queue(ctx, "third note", insertNote, 3, "with the commit")
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, countNotes(t, db))
+}
+
+// A queued statement's error is returned by the call that sends it, named by what;
+// nothing of the transaction stays, and the connection goes back to the pool out of
+// any transaction.
+func TestPipeReturnsAQueuedStatementsErrorWhenItIsSent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pipeDB(t)
+	for name, send := range map[string]func(ctx context.Context, p *pgdb.Pipe) error{
+		"by a read": func(ctx context.Context, p *pgdb.Pipe) error {
+			return p.Each(ctx, `SELECT 1`, nil, func(func(...any) error) error { return nil })
+		},
+		"by an exec": func(ctx context.Context, p *pgdb.Pipe) error {
+			_, err := p.Exec(ctx, insertNote, 3, "after")
+			return err
+		},
+		"by the commit": func(context.Context, *pgdb.Pipe) error { return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
+				_, err := p.Exec(ctx, insertNote, 1, "first")
+				require.NoError(t, err)
+				require.NoError(t, p.Queue(ctx, "duplicate note", insertNote, 1, "again"),
+					"a queued statement is not sent yet")
+				return send(ctx, p)
+			})
+			require.ErrorContains(t, err, "duplicate note: ")
+			require.Equal(t, pgdb.CodeUniqueViolation, pgdb.Code(err))
+			require.Zero(t, countNotes(t, db), "the whole transaction rolled back")
+		})
+	}
+}
+
+// An error of the caller's function rolls back what was sent; one returned before
+// anything was sent sends nothing.
+func TestPipeRollsBackOnTheCallersError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pipeDB(t)
+	mine := errors.New("caller refuses")
+	err := pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
+		_, err := p.Exec(ctx, insertNote, 1, "sent")
+		require.NoError(t, err)
+		require.NoError(t, p.Queue(ctx, "queued note", insertNote, 2, "never sent"))
+		return mine
+	})
+	require.ErrorIs(t, err, mine)
+	require.Zero(t, countNotes(t, db))
+
+	err = pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
+		require.NoError(t, p.Queue(ctx, "queued note", insertNote, 1, "never sent"))
+		return mine
+	})
+	require.ErrorIs(t, err, mine)
+	require.Zero(t, countNotes(t, db))
+
+	err = pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
+		require.NoError(t, p.Queue(ctx, "queued note", insertNote, 1, "sent with the read"))
+		return p.Each(ctx, `SELECT id, body FROM notes`, nil, func(scan func(...any) error) error {
+			var id int
+			return scan(&id) // one destination for two columns
+		})
+	})
+	require.Error(t, err, "a scan error is the read's error")
+	require.Zero(t, countNotes(t, db), "and it rolls back what the read sent")
+}
+
+// Statements sent in one round trip each take their own snapshot when they start, as
+// they would alone: a read queued behind a lock sees what the lock's holder committed
+// before it let go. Event application relies on this (lock the invoice, then read its
+// shipment).
+func TestPipeReadAfterALockSeesWhatTheHolderCommitted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := pgtest.NewDB(t, "kitpipe", notesSchema)
+	holder, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = holder.ExecContext(ctx, `SELECT pg_advisory_xact_lock(42)`)
+	require.NoError(t, err)
+
+	seen := make(chan int, 1)
+	go func() {
+		n := -1
+		err := pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
+			if err := p.Queue(ctx, "lock", `SELECT pg_advisory_xact_lock($1)`, 42); err != nil {
+				return err
+			}
+			return p.Each(ctx, `SELECT count(*) FROM notes`, nil, func(scan func(...any) error) error {
+				return scan(&n)
+			})
+		})
+		if err != nil {
+			n = -2
+		}
+		seen <- n
+	}()
+	require.Eventually(t, func() bool {
+		var waiting int
+		require.NoError(t, pgdb.Prepared(db).QueryRow(ctx, `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database
+			WHERE datname = current_database())`, nil, &waiting))
+		return waiting == 1
+	}, 10*time.Second, 5*time.Millisecond, "the pipe never waited for the lock")
+	_, err = pgdb.Prepared(holder).Exec(ctx, insertNote, 1, "committed while the pipe waited")
+	require.NoError(t, err)
+	require.NoError(t, holder.Commit())
+	require.Equal(t, 1, <-seen)
+}
