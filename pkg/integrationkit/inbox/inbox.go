@@ -179,7 +179,7 @@ func (in *Inbox) process(ctx context.Context, r pgdb.Runner, it Item, apply Appl
 // concurrent uncommitted claim of the same key makes it wait for that transaction.
 //
 // The statement's text depends only on the table and the item's column names, and
-// its values are parameters, so pgx prepares it once per connection (pgdb.Prepared):
+// its values are parameters, so pgx prepares it once per connection (pgdb.Runner):
 // it runs once per request.
 func (in *Inbox) insert(ctx context.Context, r pgdb.Runner, it Item) (bool, error) {
 	names := slices.Sorted(maps.Keys(it.Columns))

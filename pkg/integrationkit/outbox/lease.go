@@ -131,12 +131,13 @@ func claimOnConn(ctx context.Context, conn *sql.Conn, query string, args []any) 
 			return fmt.Errorf("the claim needs a pgx connection, not %T", dc)
 		}
 		pc := sc.Conn()
-		if _, err := pc.Prepare(ctx, query, query); err != nil {
+		name, err := pgdb.PrepareBatched(ctx, pc, query)
+		if err != nil {
 			return err
 		}
 		var b pgx.Batch
 		b.Queue(sortsOff)
-		b.Queue(query, args...)
+		b.Queue(name, args...)
 		br := pc.SendBatch(ctx, &b)
 		recs, err = readClaim(br)
 		if cerr := br.Close(); err == nil {
@@ -145,7 +146,7 @@ func claimOnConn(ctx context.Context, conn *sql.Conn, query string, args []any) 
 		if err != nil && !pc.IsClosed() {
 			// A statement the server refused (a plan made stale by a change of the
 			// table) is prepared anew by the next claim, as pgx's own cache would.
-			_ = pc.Deallocate(ctx, query)
+			_ = pc.Deallocate(ctx, name)
 		}
 		return err
 	})

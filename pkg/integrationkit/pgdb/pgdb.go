@@ -98,6 +98,14 @@ const (
 	CodeObjectInUse          = "55006"
 )
 
+// SQLSTATE codes of a prepared statement PostgreSQL no longer accepts: its plan's
+// result type went stale (0A000, "cached plan must not change result type"), or the
+// statement is gone (26000).
+const (
+	codeFeatureNotSupported  = "0A000"
+	codeInvalidStatementName = "26000"
+)
+
 // Code returns the SQLSTATE of a PostgreSQL error anywhere in err's chain, or "".
 func Code(err error) string {
 	var pgErr *pgconn.PgError

@@ -2,8 +2,10 @@ package pgdb
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -37,7 +39,9 @@ type Runner interface {
 	Each(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error
 	// Queue runs a statement whose result is not read. Stmts runs it at once and
 	// returns its error; a Pipe sends it with the next Exec, Each or the COMMIT,
-	// whichever comes first, and that call returns its error, wrapped in what.
+	// whichever comes first, and that call returns its error. An error of the
+	// statement itself (PostgreSQL refused to prepare or to run it) is wrapped in
+	// what.
 	Queue(ctx context.Context, what, query string, args ...any) error
 }
 
@@ -72,26 +76,39 @@ func (s Stmts) Queue(ctx context.Context, what, query string, args ...any) error
 // trips instead of six: half the waits, system calls and wake-ups on both sides.
 // PostgreSQL runs the statements in order, each with its own snapshot as it would
 // have alone; after an error it runs none of the rest of that round trip.
+//
+// Each statement is prepared once per connection, by its text, which must therefore
+// be fixed (values are parameters, never formatted in): a pipe keeps every text it
+// has prepared for the life of the connection.
 type Pipe struct {
 	conn   *pgx.Conn
-	queued pgx.Batch
-	// whats names each queued statement for its error.
-	whats []string
+	queued []queued
 	// begun is set once the BEGIN has been sent.
 	begun bool
-	// refused are the prepared statements of a round trip PostgreSQL refused, made
-	// anew by the next use (a plan made stale by a change of a table would be
-	// refused again), as pgx's own statement cache does.
-	refused []string
+	// stale are the prepared statements PostgreSQL no longer accepts (a change of
+	// a table made their plan's result type stale, or the statement is gone): the
+	// rollback deallocates them, so the next use prepares them anew.
+	stale []string
+}
+
+// queued is a statement waiting for the next round trip.
+type queued struct {
+	what, sql string
+	args      []any
 }
 
 var _ Runner = (*Pipe)(nil)
 var _ Runner = Stmts{}
 
+// ErrCommitRolledBack means the COMMIT found the transaction aborted by an error that
+// fn did not return, and rolled it back: nothing of it was written.
+var ErrCommitRolledBack = errors.New("pgdb: the transaction had failed; its COMMIT rolled it back")
+
 // RunInPipe runs fn in a transaction on a connection of db's pool and commits it when
-// fn returns nil; an error of fn rolls it back and is returned. Statements run
-// through p (prepared once per connection, by their text), so fn must not use db
-// meanwhile for work of the same transaction.
+// fn returns nil; an error of fn rolls it back and is returned, as is
+// ErrCommitRolledBack when fn hid a statement's error and returned nil. Statements
+// run through p, so fn must not use db meanwhile for work of the same transaction. A
+// fn that sends nothing costs no round trip.
 func RunInPipe(ctx context.Context, db *bun.DB, fn func(ctx context.Context, p *Pipe) error) error {
 	c, err := db.Conn(ctx)
 	if err != nil {
@@ -108,9 +125,16 @@ func RunInPipe(ctx context.Context, db *bun.DB, fn func(ctx context.Context, p *
 		if err := fn(ctx, p); err != nil {
 			return p.abort(err)
 		}
+		if !p.begun && len(p.queued) == 1 {
+			return nil // only the BEGIN: nothing to send
+		}
 		p.queue("commit", sqlCommit)
-		if _, err := p.send(ctx, nil); err != nil {
+		tag, err := p.send(ctx, nil)
+		if err != nil {
 			return p.abort(err)
+		}
+		if tag.String() == "ROLLBACK" {
+			return ErrCommitRolledBack
 		}
 		return nil
 	})
@@ -147,51 +171,67 @@ func (p *Pipe) Queue(_ context.Context, what, query string, args ...any) error {
 }
 
 func (p *Pipe) queue(what, query string, args ...any) {
-	p.queued.Queue(query, args...)
-	p.whats = append(p.whats, what)
+	p.queued = append(p.queued, queued{what: what, sql: query, args: args})
 }
 
-// send sends the queued statements in one round trip, each prepared by its text, and
-// returns the last one's command tag; when rows is set the last one returns rows and
-// rows reads them.
+// send sends the queued statements in one round trip, each prepared first (once per
+// connection), and returns the last one's command tag; when rows is set the last one
+// returns rows and rows reads them.
 func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (pgconn.CommandTag, error) {
-	b, whats := p.queued, p.whats
-	p.queued, p.whats = pgx.Batch{}, nil
-	var names []string
-	for _, q := range b.QueuedQueries {
-		if q.SQL == sqlBegin || q.SQL == sqlCommit {
-			continue
+	qs := p.queued
+	p.queued = nil
+	var b pgx.Batch
+	names := make([]string, 0, len(qs))
+	for _, q := range qs {
+		name := q.sql
+		if q.sql != sqlBegin && q.sql != sqlCommit { // transaction control has no plan to keep
+			var err error
+			if name, err = PrepareBatched(ctx, p.conn, q.sql); err != nil {
+				return pgconn.CommandTag{}, wrap(q.what, err)
+			}
+			names = append(names, name)
 		}
-		if _, err := p.conn.Prepare(ctx, q.SQL, q.SQL); err != nil {
-			return pgconn.CommandTag{}, err
-		}
-		names = append(names, q.SQL)
+		b.Queue(name, q.args...)
 	}
 	p.begun = true
 	br := p.conn.SendBatch(ctx, &b)
-	tag, err := readBatch(br, whats, rows)
+	tag, err := readBatch(br, qs, rows)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		p.refused = names
+	if code := Code(err); code == codeFeatureNotSupported || code == codeInvalidStatementName {
+		p.stale = names
 	}
 	return tag, err
 }
 
-// readBatch reads the results of a batch of len(whats) statements: the last one's
-// rows through rows when it is set.
-func readBatch(br pgx.BatchResults, whats []string, rows func(pgx.Rows) error) (pgconn.CommandTag, error) {
-	last := len(whats) - 1
-	for _, what := range whats[:last] {
+// PrepareBatched prepares sql on c, once per connection, and returns the name a
+// pgx.Batch queues it by (a batch runs a queued text that names a prepared statement
+// as that statement). The name is not the text itself: pgx would then run the same
+// statement for the connection's cached-statement mode (Stmts) too, and that mode
+// prepares anew only the statements it cached itself when PostgreSQL refuses a plan
+// a change of a table made stale.
+func PrepareBatched(ctx context.Context, c *pgx.Conn, sql string) (string, error) {
+	sum := sha256.Sum256([]byte(sql))
+	name := "batched_" + hex.EncodeToString(sum[:16])
+	if _, err := c.Prepare(ctx, name, sql); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// readBatch reads the results of a batch of the statements qs: the last one's rows
+// through rows when it is set.
+func readBatch(br pgx.BatchResults, qs []queued, rows func(pgx.Rows) error) (pgconn.CommandTag, error) {
+	last := qs[len(qs)-1]
+	for _, q := range qs[:len(qs)-1] {
 		if _, err := br.Exec(); err != nil {
-			return pgconn.CommandTag{}, wrap(what, err)
+			return pgconn.CommandTag{}, wrap(q.what, err)
 		}
 	}
 	if rows == nil {
 		tag, err := br.Exec()
-		return tag, wrap(whats[last], err)
+		return tag, wrap(last.what, err)
 	}
 	rs, err := br.Query()
 	if err != nil {
@@ -229,7 +269,7 @@ func (p *Pipe) abort(err error) error {
 			return err
 		}
 	}
-	for _, name := range p.refused {
+	for _, name := range p.stale {
 		_ = p.conn.Deallocate(ctx, name)
 	}
 	return err

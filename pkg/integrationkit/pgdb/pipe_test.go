@@ -13,8 +13,8 @@ import (
 	"handoff/pkg/integrationkit/pgtest"
 )
 
-// pipeDB is a database with the notes table whose pool holds one connection, so a
-// connection a pipe left inside a transaction would be the next one handed out.
+// pipeDB is a database with the notes table whose pool holds one connection, so that
+// every pipe and check of a test runs on the same one unless it was dropped.
 func pipeDB(t *testing.T) *bun.DB {
 	t.Helper()
 	db, _ := pgtest.NewDB(t, "kitpipe", notesSchema)
@@ -92,12 +92,24 @@ func TestPipeReturnsAQueuedStatementsErrorWhenItIsSent(t *testing.T) {
 	}
 }
 
+// backendPID is the server process of db's one connection.
+func backendPID(t *testing.T, db *bun.DB) int {
+	t.Helper()
+	var pid int
+	require.NoError(t, pgdb.Prepared(db).QueryRow(context.Background(), `SELECT pg_backend_pid()`, nil, &pid))
+	return pid
+}
+
 // An error of the caller's function rolls back what was sent; one returned before
-// anything was sent sends nothing.
+// anything was sent sends nothing. Either way the connection goes back to the pool
+// out of any transaction: database/sql drops one that is still inside one, and the
+// pool's one connection is the same after every failure.
 func TestPipeRollsBackOnTheCallersError(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pipeDB(t)
+	pid := backendPID(t, db)
+	t.Cleanup(func() { require.Equal(t, pid, backendPID(t, db), "the connection was dropped") })
 	mine := errors.New("caller refuses")
 	err := pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
 		_, err := p.Exec(ctx, insertNote, 1, "sent")
@@ -166,4 +178,54 @@ func TestPipeReadAfterALockSeesWhatTheHolderCommitted(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, holder.Commit())
 	require.Equal(t, 1, <-seen)
+}
+
+// A statement error the caller's function swallows still aborts the transaction: its
+// COMMIT rolls back, and RunInPipe says so rather than report success.
+func TestPipeReportsACommitThatRolledBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pipeDB(t)
+	err := pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
+		_, err := p.Exec(ctx, insertNote, 1, "first")
+		require.NoError(t, err)
+		_, err = p.Exec(ctx, insertNote, 1, "again")
+		require.Equal(t, pgdb.CodeUniqueViolation, pgdb.Code(err))
+		return nil // the caller hides the error
+	})
+	require.ErrorIs(t, err, pgdb.ErrCommitRolledBack)
+	require.Zero(t, countNotes(t, db))
+}
+
+// A change of a table that makes a prepared statement's plan stale fails the pipe
+// that next runs it, once: the statement is prepared anew by the pipe after it. The
+// statement the connection's Stmts cached for the same text is its own, which pgx's
+// cache prepares anew after one failure, with no pipe in between.
+func TestPipeStatementsRecoverFromAChangeOfTheirTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pipeDB(t)
+	const read = `SELECT body FROM notes WHERE id = $1`
+	viaPipe := func() error {
+		return pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
+			return p.Each(ctx, read, []any{1}, func(func(...any) error) error { return nil })
+		})
+	}
+	viaStmts := func() error {
+		rows, err := pgdb.Prepared(db).Query(ctx, read, 1)
+		if err != nil {
+			return err
+		}
+		return rows.Close()
+	}
+	require.NoError(t, viaPipe())
+	require.NoError(t, viaStmts())
+	_, err := db.ExecContext(ctx, `ALTER TABLE notes ALTER COLUMN body TYPE varchar(200)`)
+	require.NoError(t, err)
+
+	_ = viaStmts() // pgx's cache drops its statement when the server refuses it
+	require.NoError(t, viaStmts(), "Stmts prepared its own statement anew")
+	err = viaPipe()
+	require.Equal(t, "0A000", pgdb.Code(err), "the pipe's plan went stale: %v", err)
+	require.NoError(t, viaPipe(), "the pipe prepared its statement anew")
 }

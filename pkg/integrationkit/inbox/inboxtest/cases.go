@@ -67,12 +67,16 @@ func exercisePriorHashes(t *testing.T, s *suite) {
 }
 
 // An apply error rolls back the record with the change, so the key can be tried
-// again and is then applied.
+// again and is then applied. The change is sent before the error (Exec, not Queue),
+// so the rollback has something to undo.
 func exerciseApplyError(t *testing.T, s *suite) {
 	notYet := errors.New("not yet")
 	_, err := s.in.Process(s.ctx, s.db, s.item(t, "k", `{}`), func(ctx context.Context, r pgdb.Runner) (string, error) {
-		_, err := effect("k", "")(ctx, r)
+		res, err := r.Exec(ctx, `INSERT INTO `+effects+` (key) VALUES ($1)`, "k")
 		require.NoError(t, err)
+		n, err := res.RowsAffected()
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
 		return "", notYet
 	})
 	require.ErrorIs(t, err, notYet)
