@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -212,13 +213,20 @@ func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (pgconn.Comm
 // prepares anew only the statements it cached itself when PostgreSQL refuses a plan
 // a change of a table made stale.
 func PrepareBatched(ctx context.Context, c *pgx.Conn, sql string) (string, error) {
-	sum := sha256.Sum256([]byte(sql))
-	name := "batched_" + hex.EncodeToString(sum[:16])
-	if _, err := c.Prepare(ctx, name, sql); err != nil {
+	name, ok := batchedNames.Load(sql)
+	if !ok {
+		sum := sha256.Sum256([]byte(sql))
+		name, _ = batchedNames.LoadOrStore(sql, "batched_"+hex.EncodeToString(sum[:16]))
+	}
+	if _, err := c.Prepare(ctx, name.(string), sql); err != nil {
 		return "", err
 	}
-	return name, nil
+	return name.(string), nil
 }
+
+// batchedNames maps the texts PrepareBatched has named to their names; the texts are
+// the program's fixed statements, so it stays small.
+var batchedNames sync.Map
 
 // readBatch reads the results of a batch of the statements qs: the last one's rows
 // through rows when it is set.
