@@ -86,6 +86,9 @@ type Pipe struct {
 	queued []queued
 	// begun is set once the BEGIN has been sent.
 	begun bool
+	// failed is the first error of a round trip: the pipe sends nothing more, and
+	// its transaction rolls back even when fn returns nil.
+	failed error
 	// stale are the prepared statements PostgreSQL no longer accepts (a change of
 	// a table made their plan's result type stale, or the statement is gone): the
 	// rollback deallocates them, so the next use prepares them anew.
@@ -101,15 +104,17 @@ type queued struct {
 var _ Runner = (*Pipe)(nil)
 var _ Runner = Stmts{}
 
-// ErrCommitRolledBack means the COMMIT found the transaction aborted by an error that
-// fn did not return, and rolled it back: nothing of it was written.
-var ErrCommitRolledBack = errors.New("pgdb: the transaction had failed; its COMMIT rolled it back")
+// ErrPipeFailed wraps the error of a pipe's earlier round trip: once a round trip has
+// failed, the pipe sends nothing more, and RunInPipe rolls its transaction back even
+// when fn hid the error and returned nil.
+var ErrPipeFailed = errors.New("pgdb: a statement of the pipe failed; its transaction rolls back")
 
 // RunInPipe runs fn in a transaction on a connection of db's pool and commits it when
-// fn returns nil; an error of fn rolls it back and is returned, as is
-// ErrCommitRolledBack when fn hid a statement's error and returned nil. Statements
-// run through p, so fn must not use db meanwhile for work of the same transaction. A
-// fn that sends nothing costs no round trip.
+// fn returns nil and every round trip succeeded. Otherwise it rolls the transaction
+// back and returns fn's error or, when fn returned nil, the failed round trip's
+// wrapped in ErrPipeFailed. Statements run through p, so fn must not use db
+// meanwhile for work of the same transaction. A fn that sends nothing costs no round
+// trip.
 func RunInPipe(ctx context.Context, db *bun.DB, fn func(ctx context.Context, p *Pipe) error) error {
 	c, err := db.Conn(ctx)
 	if err != nil {
@@ -126,16 +131,15 @@ func RunInPipe(ctx context.Context, db *bun.DB, fn func(ctx context.Context, p *
 		if err := fn(ctx, p); err != nil {
 			return p.abort(err)
 		}
+		if p.failed != nil {
+			return p.abort(fmt.Errorf("%w: %w", ErrPipeFailed, p.failed))
+		}
 		if !p.begun && len(p.queued) == 1 {
 			return nil // only the BEGIN: nothing to send
 		}
 		p.queue("commit", sqlCommit)
-		tag, err := p.send(ctx, nil)
-		if err != nil {
+		if _, err := p.send(ctx, nil); err != nil {
 			return p.abort(err)
-		}
-		if tag.String() == "ROLLBACK" {
-			return ErrCommitRolledBack
 		}
 		return nil
 	})
@@ -178,7 +182,15 @@ func (p *Pipe) queue(what, query string, args ...any) {
 // send sends the queued statements in one round trip, each prepared first (once per
 // connection), and returns the last one's command tag; when rows is set the last one
 // returns rows and rows reads them.
-func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (pgconn.CommandTag, error) {
+func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (tag pgconn.CommandTag, err error) {
+	if p.failed != nil {
+		return pgconn.CommandTag{}, fmt.Errorf("%w: %w", ErrPipeFailed, p.failed)
+	}
+	defer func() {
+		if err != nil {
+			p.failed = err
+		}
+	}()
 	qs := p.queued
 	p.queued = nil
 	var b pgx.Batch
@@ -196,7 +208,7 @@ func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (pgconn.Comm
 	}
 	p.begun = true
 	br := p.conn.SendBatch(ctx, &b)
-	tag, err := readBatch(br, qs, rows)
+	tag, err = readBatch(br, qs, rows)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -211,8 +223,13 @@ func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (pgconn.Comm
 // as that statement). The name is not the text itself: pgx would then run the same
 // statement for the connection's cached-statement mode (Stmts) too, and that mode
 // prepares anew only the statements it cached itself when PostgreSQL refuses a plan
-// a change of a table made stale.
+// a change of a table made stale. Under default_query_exec_mode=simple_protocol (for
+// a pooler that keeps no prepared statements) it prepares nothing and returns sql: a
+// batch then sends the text, its values written in by pgx.
 func PrepareBatched(ctx context.Context, c *pgx.Conn, sql string) (string, error) {
+	if c.Config().DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
+		return sql, nil
+	}
 	name, ok := batchedNames.Load(sql)
 	if !ok {
 		sum := sha256.Sum256([]byte(sql))

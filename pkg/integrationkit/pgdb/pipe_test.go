@@ -3,6 +3,7 @@ package pgdb_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"testing"
 	"time"
 
@@ -169,10 +170,10 @@ func TestPipeReadAfterALockSeesWhatTheHolderCommitted(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool {
 		var waiting int
-		require.NoError(t, pgdb.Prepared(db).QueryRow(ctx, `SELECT count(*) FROM pg_locks
+		err := pgdb.Prepared(db).QueryRow(ctx, `SELECT count(*) FROM pg_locks
 			WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database
-			WHERE datname = current_database())`, nil, &waiting))
-		return waiting == 1
+			WHERE datname = current_database())`, nil, &waiting)
+		return err == nil && waiting == 1
 	}, 10*time.Second, 5*time.Millisecond, "the pipe never waited for the lock")
 	_, err = pgdb.Prepared(holder).Exec(ctx, insertNote, 1, "committed while the pipe waited")
 	require.NoError(t, err)
@@ -180,9 +181,11 @@ func TestPipeReadAfterALockSeesWhatTheHolderCommitted(t *testing.T) {
 	require.Equal(t, 1, <-seen)
 }
 
-// A statement error the caller's function swallows still aborts the transaction: its
-// COMMIT rolls back, and RunInPipe says so rather than report success.
-func TestPipeReportsACommitThatRolledBack(t *testing.T) {
+// A round trip that failed ends the pipe: nothing more is sent, and the transaction
+// rolls back even when the caller's function hides the error and returns nil. That
+// holds for a statement PostgreSQL refused to run and for one it refused to prepare,
+// before the BEGIN was sent.
+func TestPipeRollsBackWhenTheCallerHidesAFailure(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pipeDB(t)
@@ -193,8 +196,46 @@ func TestPipeReportsACommitThatRolledBack(t *testing.T) {
 		require.Equal(t, pgdb.CodeUniqueViolation, pgdb.Code(err))
 		return nil // the caller hides the error
 	})
-	require.ErrorIs(t, err, pgdb.ErrCommitRolledBack)
+	require.ErrorIs(t, err, pgdb.ErrPipeFailed)
+	require.Equal(t, pgdb.CodeUniqueViolation, pgdb.Code(err), "the failure is wrapped")
 	require.Zero(t, countNotes(t, db))
+
+	err = pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
+		require.NoError(t, p.Queue(ctx, "queued note", insertNote, 1, "queued"))
+		_, err := p.Exec(ctx, `SELECT no_such_column FROM notes`)
+		require.Error(t, err, "the statement cannot be prepared")
+		_, err = p.Exec(ctx, insertNote, 2, "after the failure")
+		require.ErrorIs(t, err, pgdb.ErrPipeFailed, "a failed pipe sends nothing more")
+		return nil
+	})
+	require.ErrorIs(t, err, pgdb.ErrPipeFailed)
+	require.Zero(t, countNotes(t, db), "neither the queued note nor the later one was written")
+}
+
+// Under default_query_exec_mode=simple_protocol, for a pooler that keeps no prepared
+// statements, a pipe sends its statements' text with their values written in.
+func TestPipeWorksOverTheSimpleProtocol(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, raw := pgtest.NewDB(t, "kitpipe", notesSchema)
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("default_query_exec_mode", "simple_protocol")
+	u.RawQuery = q.Encode()
+	db, err := pgdb.Open(ctx, u.String(), 1)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	err = pgdb.RunInPipe(ctx, db, func(ctx context.Context, p *pgdb.Pipe) error {
+		require.NoError(t, p.Queue(ctx, "first note", insertNote, 1, "queued"))
+		var n int
+		require.NoError(t, p.Each(ctx, `SELECT count(*) FROM notes WHERE id >= $1`, []any{0},
+			func(scan func(...any) error) error { return scan(&n) }))
+		require.Equal(t, 1, n)
+		return p.Queue(ctx, "second note", insertNote, 2, "with the commit")
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, countNotes(t, db))
 }
 
 // A change of a table that makes a prepared statement's plan stale fails the pipe
