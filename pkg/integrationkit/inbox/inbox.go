@@ -87,7 +87,8 @@ type Outcome struct {
 //
 // Under Process, r is a pgdb.Pipe: statements queued with r.Queue travel with the
 // next one whose result is read, or with the COMMIT, so an item whose change reads
-// once and writes a few rows costs three round trips in all.
+// once and writes a few rows costs three round trips in all (on a connection that
+// has run its statements before: the first use prepares each).
 type ApplyFunc func(ctx context.Context, r pgdb.Runner) (result string, err error)
 
 // Inbox records processed keys in one table.

@@ -21,7 +21,7 @@ import (
 // answer by then is closed instead.
 const rollbackTimeout = 5 * time.Second
 
-// Transaction control goes unprepared: it has no plan to keep.
+// BEGIN and COMMIT go as they are: they have no plan to keep.
 const (
 	sqlBegin  = "BEGIN"
 	sqlCommit = "COMMIT"
@@ -36,7 +36,8 @@ type Runner interface {
 	// Exec runs query and returns what it did (its RowsAffected).
 	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
 	// Each runs query and calls row once per result row, with a function that scans
-	// the row's columns into dest.
+	// the row's columns into dest. In a Pipe an error of row, like any error of a
+	// round trip, ends the transaction.
 	Each(ctx context.Context, query string, args []any, row func(scan func(dest ...any) error) error) error
 	// Queue runs a statement whose result is not read. Stmts runs it at once and
 	// returns its error; a Pipe sends it with the next Exec, Each or the COMMIT,
@@ -80,9 +81,17 @@ func (s Stmts) Queue(ctx context.Context, what, query string, args ...any) error
 //
 // Each statement is prepared once per connection, by its text, which must therefore
 // be fixed (values are parameters, never formatted in): a pipe keeps every text it
-// has prepared for the life of the connection.
+// has prepared for the life of the connection. (Under simple_protocol nothing is
+// prepared; see PrepareBatched.) The first use of a text on a connection costs one
+// round trip more, to prepare it.
+//
+// A Pipe is not safe for concurrent use, and is not to be used after the function
+// RunInPipe gave it to has returned: it then refuses every statement.
 type Pipe struct {
 	conn   *pgx.Conn
+	simple bool
+	// ended is set when RunInPipe is done with the transaction.
+	ended  bool
 	queued []queued
 	// begun is set once the BEGIN has been sent.
 	begun bool
@@ -111,10 +120,10 @@ var ErrPipeFailed = errors.New("pgdb: a statement of the pipe failed; its transa
 
 // RunInPipe runs fn in a transaction on a connection of db's pool and commits it when
 // fn returns nil and every round trip succeeded. Otherwise it rolls the transaction
-// back and returns fn's error or, when fn returned nil, the failed round trip's
-// wrapped in ErrPipeFailed. Statements run through p, so fn must not use db
-// meanwhile for work of the same transaction. A fn that sends nothing costs no round
-// trip.
+// back and returns fn's error, or, when fn returned nil, the failed round trip's
+// wrapped in ErrPipeFailed, or the error of the COMMIT's own round trip. Statements
+// run through p, so fn must not use db meanwhile for work of the same transaction. A
+// fn that sends nothing costs no round trip.
 func RunInPipe(ctx context.Context, db *bun.DB, fn func(ctx context.Context, p *Pipe) error) error {
 	c, err := db.Conn(ctx)
 	if err != nil {
@@ -126,7 +135,9 @@ func RunInPipe(ctx context.Context, db *bun.DB, fn func(ctx context.Context, p *
 		if !ok {
 			return fmt.Errorf("pgdb: a pipe needs a pgx connection, not %T", dc)
 		}
-		p := &Pipe{conn: sc.Conn()}
+		pc := sc.Conn()
+		p := &Pipe{conn: pc, simple: pc.Config().DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol}
+		defer func() { p.ended = true }()
 		p.queue("begin", sqlBegin)
 		if err := fn(ctx, p); err != nil {
 			return p.abort(err)
@@ -169,11 +180,18 @@ func (p *Pipe) Each(ctx context.Context, query string, args []any, row func(scan
 	return err
 }
 
-// Queue holds query back until the next round trip; it returns nil.
+// Queue holds query back until the next round trip; it returns nil, or errPipeEnded
+// after RunInPipe returned.
 func (p *Pipe) Queue(_ context.Context, what, query string, args ...any) error {
+	if p.ended {
+		return errPipeEnded
+	}
 	p.queue(what, query, args...)
 	return nil
 }
+
+// errPipeEnded refuses a statement given to a pipe whose transaction has ended.
+var errPipeEnded = errors.New("pgdb: the pipe's transaction has ended")
 
 func (p *Pipe) queue(what, query string, args ...any) {
 	p.queued = append(p.queued, queued{what: what, sql: query, args: args})
@@ -183,6 +201,9 @@ func (p *Pipe) queue(what, query string, args ...any) {
 // connection), and returns the last one's command tag; when rows is set the last one
 // returns rows and rows reads them.
 func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (tag pgconn.CommandTag, err error) {
+	if p.ended {
+		return pgconn.CommandTag{}, errPipeEnded
+	}
 	if p.failed != nil {
 		return pgconn.CommandTag{}, fmt.Errorf("%w: %w", ErrPipeFailed, p.failed)
 	}
@@ -199,7 +220,7 @@ func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (tag pgconn.
 		name := q.sql
 		if q.sql != sqlBegin && q.sql != sqlCommit { // transaction control has no plan to keep
 			var err error
-			if name, err = PrepareBatched(ctx, p.conn, q.sql); err != nil {
+			if name, err = prepareBatched(ctx, p.conn, q.sql, p.simple); err != nil {
 				return pgconn.CommandTag{}, wrap(q.what, err)
 			}
 			names = append(names, name)
@@ -212,7 +233,7 @@ func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (tag pgconn.
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if code := Code(err); code == codeFeatureNotSupported || code == codeInvalidStatementName {
+	if code := Code(err); !p.simple && (code == codeFeatureNotSupported || code == codeInvalidStatementName) {
 		p.stale = names
 	}
 	return tag, err
@@ -227,7 +248,13 @@ func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (tag pgconn.
 // a pooler that keeps no prepared statements) it prepares nothing and returns sql: a
 // batch then sends the text, its values written in by pgx.
 func PrepareBatched(ctx context.Context, c *pgx.Conn, sql string) (string, error) {
-	if c.Config().DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
+	return prepareBatched(ctx, c, sql, c.Config().DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol)
+}
+
+// prepareBatched is PrepareBatched for a connection whose mode is known (simple: its
+// queries go over the simple protocol); c.Config copies the whole configuration.
+func prepareBatched(ctx context.Context, c *pgx.Conn, sql string, simple bool) (string, error) {
+	if simple {
 		return sql, nil
 	}
 	name, ok := batchedNames.Load(sql)

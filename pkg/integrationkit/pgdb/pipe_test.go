@@ -219,6 +219,23 @@ func TestPipeRollsBackWhenTheCallerHidesAFailure(t *testing.T) {
 	require.Zero(t, countNotes(t, db), "neither the queued note nor the later one was written")
 }
 
+// A pipe kept past the function it was given to refuses every statement: its
+// connection is back in the pool.
+func TestPipeRefusesStatementsAfterItsTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pipeDB(t)
+	var kept *pgdb.Pipe
+	require.NoError(t, pgdb.RunInPipe(ctx, db, func(_ context.Context, p *pgdb.Pipe) error {
+		kept = p
+		return nil
+	}))
+	require.ErrorContains(t, kept.Queue(ctx, "late note", insertNote, 1, "late"), "has ended")
+	_, err := kept.Exec(ctx, insertNote, 1, "late")
+	require.ErrorContains(t, err, "has ended")
+	require.Zero(t, countNotes(t, db))
+}
+
 // Under default_query_exec_mode=simple_protocol, for a pooler that keeps no prepared
 // statements, a pipe sends its statements' text with their values written in, and
 // does all it does over the extended protocol.
