@@ -31,7 +31,10 @@ func setup(t *testing.T, cfg breaker.Config) (*bun.DB, *breaker.Breaker) {
 func TestCircuitOpensAfterThresholdAndProbesOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, b := setup(t, breaker.Config{Threshold: 3, Cooldown: 300 * time.Millisecond, ProbeLease: 5 * time.Second})
+	// The cool-down is long enough for the refusal below to come within it on a
+	// loaded machine: at 300 ms, a CI run with every module's tests beside it once
+	// reached that Acquire after the cool-down had passed.
+	db, b := setup(t, breaker.Config{Threshold: 3, Cooldown: 2 * time.Second, ProbeLease: 5 * time.Second})
 	const dest = "http://receiver"
 
 	// Three replicas fail concurrently many times: the circuit opens exactly once.
