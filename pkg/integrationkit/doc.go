@@ -5,7 +5,8 @@
 // The packages, by job:
 //
 //   - pgdb: open a bun database on pgx, run embedded golang-migrate migrations,
-//     classify PostgreSQL errors, check the table names the kit's packages are given.
+//     classify PostgreSQL errors, check the table names the kit's packages are given,
+//     and run a transaction in as few round trips as its reads allow (Pipe).
 //   - outbox: enqueue an event in the caller's transaction; claim, lease and settle it;
 //     inspect it and replay dead letters (keeping their history) for operators.
 //   - delivery: the dispatcher that drains an outbox over HTTP (retries, backoff,
@@ -51,5 +52,5 @@
 // A third service adopts it by embedding its migrations (with an outbox table shaped
 // like the one documented in package outbox), calling outbox.Enqueue inside its own
 // transactions and running a delivery.Dispatcher; the receiving side wraps its handler
-// in inbox.Process.
+// in inbox.Process, whose apply function writes through a pgdb.Runner.
 package integrationkit
