@@ -2,12 +2,12 @@ package delivery
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
+
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // listen holds one connection LISTENing on the outbox channel and wakes the loop on
@@ -37,12 +37,7 @@ func (d *Dispatcher) listenOnce(ctx context.Context) error {
 		return fmt.Errorf("listen: connect: %w", err)
 	}
 	defer conn.Close()
-	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return errors.New("listen: the database is not opened with the pgx driver")
-		}
-		pc := sc.Conn()
+	return pgdb.WithPgx(conn, func(pc *pgx.Conn) error {
 		// The connection never goes back to the pool LISTENing: close it on the way out
 		// so database/sql discards it.
 		defer pc.Close(context.Background())

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
@@ -125,12 +124,7 @@ func claimOnDB(ctx context.Context, db *bun.DB, query string, args []any) ([]Rec
 
 // claimOnConn sends sortsOff and the claim query in one batch on conn.
 func claimOnConn(ctx context.Context, conn *sql.Conn, query string, args []any) (recs []Record, err error) {
-	err = conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("the claim needs a pgx connection, not %T", dc)
-		}
-		pc := sc.Conn()
+	err = pgdb.WithPgx(conn, func(pc *pgx.Conn) error {
 		name, err := pgdb.PrepareBatched(ctx, pc, query)
 		if err != nil {
 			return err

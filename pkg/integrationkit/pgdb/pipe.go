@@ -130,12 +130,7 @@ func RunInPipe(ctx context.Context, db *bun.DB, fn func(ctx context.Context, p *
 		return err
 	}
 	defer func() { _ = c.Close() }()
-	return c.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("pgdb: a pipe needs a pgx connection, not %T", dc)
-		}
-		pc := sc.Conn()
+	return WithPgx(c.Conn, func(pc *pgx.Conn) error {
 		p := &Pipe{conn: pc, simple: pc.Config().DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol}
 		defer func() { p.ended = true }()
 		p.queue("begin", sqlBegin)
@@ -153,6 +148,19 @@ func RunInPipe(ctx context.Context, db *bun.DB, fn func(ctx context.Context, p *
 			return p.abort(err)
 		}
 		return nil
+	})
+}
+
+// WithPgx runs fn on the pgx connection beneath conn, a connection of a database on
+// pgx's database/sql driver (as Open makes), for what database/sql cannot express:
+// batches, LISTEN.
+func WithPgx(conn *sql.Conn, fn func(pc *pgx.Conn) error) error {
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("pgdb: the database is not opened with the pgx driver (its connection is a %T)", dc)
+		}
+		return fn(sc.Conn())
 	})
 }
 
