@@ -30,7 +30,10 @@ func newStatements(table string) statements {
 		// made for the values then costs what the plan made for any values does, and
 		// PostgreSQL keeps that generic plan after five executions, instead of planning
 		// every settlement anew because a plan for one to three rows looks cheaper (the
-		// planning took four times the execution of a single event's settlement).
+		// planning took four times the execution of a single event's settlement). The
+		// update returns what the attempt rows need, so they are written without joining
+		// its rows to the values again (a join PostgreSQL made a nested loop: 160,000
+		// comparisons, half the statement's time, for a batch of 400).
 		settle: `
 		WITH v AS (
 			SELECT * FROM unnest((SELECT $1::text[]::uuid[]), $2::text[]::uuid[], $3::text[], $4::int[], $5::int[],
@@ -55,13 +58,14 @@ func newStatements(table string) statements {
 					ELSE coalesce(o.page_owed, '{}') || v.page END,
 				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
 			FROM v WHERE o.id = v.id AND o.lease_token = v.token
-			RETURNING o.id, o.request_count
+			RETURNING o.id, o.request_count, v.sent, v.started, v.duration_ms, v.code, v.error_class,
+			          v.error, v.snippet, v.label
 		), ins AS (
 			INSERT INTO ` + attempts + ` (outbox_id, attempt_no, started_at, duration_ms, status_code,
 			               error_class, error, response_snippet, outcome)
-			SELECT upd.id, upd.request_count, to_timestamp(v.started), v.duration_ms, NULLIF(v.code, 0),
-			       NULLIF(v.error_class, ''), NULLIF(v.error, ''), NULLIF(v.snippet, ''), v.label
-			FROM upd JOIN v ON v.id = upd.id WHERE v.sent = 1
+			SELECT id, request_count, to_timestamp(started), duration_ms, NULLIF(code, 0),
+			       NULLIF(error_class, ''), NULLIF(error, ''), NULLIF(snippet, ''), label
+			FROM upd WHERE sent = 1
 		)
 		SELECT id FROM upd`,
 	}
