@@ -103,8 +103,20 @@ func (s *settler) gather(first settleCall) []settleCall {
 }
 
 // round settles calls in one statement, resets the streaks their successes break, and
-// answers each.
+// answers each. Two outcomes of one event (its lease expired and this dispatcher
+// claimed it again while the first request was out) are settled one after the other:
+// only the one holding the current lease is written, and the statement's answer, by
+// event, could not tell the other that it was not.
 func (s *settler) round(ctx context.Context, calls []settleCall) {
+	first, again := uniqueEvents(calls)
+	s.settleEvents(ctx, first)
+	for _, c := range again {
+		s.settleEvents(ctx, []settleCall{c})
+	}
+}
+
+// settleEvents is round for calls of distinct events.
+func (s *settler) settleEvents(ctx context.Context, calls []settleCall) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	items := make([]outbox.Settlement, len(calls))
@@ -126,6 +138,21 @@ func (s *settler) round(ctx context.Context, calls []settleCall) {
 		id := c.item.Record.ID
 		c.done <- settleAnswer{settled: settled[id], reset: reset[id], err: failed[id]}
 	}
+}
+
+// uniqueEvents splits calls into the first call of each event and the calls of an
+// event already among them.
+func uniqueEvents(calls []settleCall) (first, again []settleCall) {
+	seen := make(map[uuid.UUID]bool, len(calls))
+	for _, c := range calls {
+		if id := c.item.Record.ID; seen[id] {
+			again = append(again, c)
+		} else {
+			seen[id] = true
+			first = append(first, c)
+		}
+	}
+	return first, again
 }
 
 // each settles items one statement each, after their round's statement failed, and

@@ -83,3 +83,52 @@ func TestSettlerRoundSettlesTheOthersWhenOneIsRefused(t *testing.T) {
 		require.True(t, a.settled, "the others are settled")
 	}
 }
+
+// Two outcomes of one event in a round (its lease expired and it was claimed again
+// while the first request was out): the one under the current lease is settled, and
+// the other is told it was not, whatever their order in the round.
+func TestSettlerRoundTellsAStaleLeaseItWasNotSettled(t *testing.T) {
+	t.Parallel()
+	for _, staleFirst := range []bool{true, false} {
+		t.Run(fmt.Sprint("stale first: ", staleFirst), func(t *testing.T) {
+			t.Parallel()
+			staleAndCurrentInOneRound(t, staleFirst)
+		})
+	}
+}
+
+func staleAndCurrentInOneRound(t *testing.T, staleFirst bool) {
+	db, _, store := outboxtest.Setup(t)
+	ctx := context.Background()
+	_, err := store.Enqueue(ctx, db, outbox.Event{Type: "t", AggregateKey: "a", Sequence: 1,
+		IdempotencyKey: "k", Destination: "http://127.0.0.1:9/", Payload: map[string]int{"i": 1}})
+	require.NoError(t, err)
+	stale, err := store.Claim(ctx, db, "settler-test", 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, stale, 1)
+	_, err = db.ExecContext(ctx, `UPDATE `+outboxtest.Table+` SET lease_expires_at = now() - interval '1 second'`)
+	require.NoError(t, err)
+	current, err := store.Claim(ctx, db, "settler-test", 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, current, 1)
+
+	s := newSettler(&Dispatcher{db: db, store: store, log: slog.New(slog.DiscardHandler)}, func() int { return 2 }, 8)
+	call := func(rec outbox.Record) settleCall {
+		return settleCall{done: make(chan settleAnswer, 1), item: outbox.Settlement{Record: rec, Outcome: outbox.Outcome{
+			Status: outbox.StatusDelivered, Counted: true, Sent: true, StartedAt: time.Now(), StatusCode: 200, Label: "delivered"}}}
+	}
+	old, now := call(stale[0]), call(current[0])
+	if staleFirst {
+		s.round(ctx, []settleCall{old, now})
+	} else {
+		s.round(ctx, []settleCall{now, old})
+	}
+	oldAnswer, nowAnswer := <-old.done, <-now.done
+	require.NoError(t, oldAnswer.err)
+	require.NoError(t, nowAnswer.err)
+	require.False(t, oldAnswer.settled, "the outcome under the expired lease was not written")
+	require.True(t, nowAnswer.settled)
+	var attempts int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM `+outboxtest.Table+`_attempts`).Scan(&attempts))
+	require.Equal(t, 1, attempts)
+}

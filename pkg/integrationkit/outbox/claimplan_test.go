@@ -75,9 +75,10 @@ func TestClaimWalksTheDueIndexWhateverTheStatistics(t *testing.T) {
 }
 
 // The settlement keeps one generic plan on a connection once PostgreSQL has compared
-// it with five custom ones, rather than planning each settlement anew: its arrays'
-// lengths, which would make a plan for the values look cheaper, are hidden from the
-// planner. Ten single-event settlements on one backend must include generic ones.
+// it with five custom ones, rather than planning each settlement anew: the planner
+// estimates as many rows for one event's settlement as the generic plan does, so a
+// plan for its values never looks cheaper. Ten single-event settlements on one
+// backend must include generic ones.
 func TestSettleKeepsAGenericPlan(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -101,7 +102,8 @@ func TestSettleKeepsAGenericPlan(t *testing.T) {
 	}
 	var generic, custom int64
 	require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
-		WHERE statement LIKE '%INSERT INTO "kit_outbox_attempts"%'`).Scan(&generic, &custom))
+		WHERE statement LIKE '%INSERT INTO "kit_outbox_attempts"%' AND statement NOT LIKE '%pg_prepared_statements%'`).
+		Scan(&generic, &custom))
 	require.Equal(t, int64(10), generic+custom, "one statement, prepared once, ran ten times")
 	require.Positive(t, generic, "every settlement was planned anew (%d custom plans)", custom)
 }

@@ -26,11 +26,12 @@ func newStatements(table string) statements {
 		// the usual claim's cached plan never allows for a filter it does not have.
 		claimExcept: claimSQL(t, "AND NOT (o.destination = ANY ($4::text[]))"),
 		// One array per column of the settlements (see columns). The first reaches
-		// unnest through a sub-select, so the planner cannot count its elements: a plan
-		// made for the values then costs what the plan made for any values does, and
-		// PostgreSQL keeps that generic plan after five executions, instead of planning
-		// every settlement anew because a plan for one to three rows looks cheaper (the
-		// planning took four times the execution of a single event's settlement). The
+		// unnest through a sub-select, whose elements the planner does not count: it
+		// estimates at least ten rows whatever the values, so a plan made for the
+		// values of a small settlement costs what the generic plan does, and PostgreSQL
+		// keeps the generic one after five executions instead of planning each
+		// settlement of a few events anew because a plan for one to three rows looked
+		// cheaper (the planning took four times the execution of one event's). The
 		// update returns what the attempt rows need, so they are written without joining
 		// its rows to the values again (a join PostgreSQL made a nested loop: 160,000
 		// comparisons, half the statement's time, for a batch of 400).
