@@ -262,7 +262,9 @@ type Settlement struct {
 
 // SettleMany records the attempts and new states of many events in one statement, each
 // fenced by its own lease token, and returns the ids it settled: an event missing from
-// the result was taken over by another dispatcher and keeps the newer outcome.
+// the result was taken over by another dispatcher and keeps the newer outcome. The
+// items must be of distinct events: for two outcomes of one event the result could not
+// say which was settled.
 func (s *Store) SettleMany(ctx context.Context, db bun.IDB, items []Settlement) (map[uuid.UUID]bool, error) {
 	if len(items) == 0 {
 		return map[uuid.UUID]bool{}, nil
