@@ -306,8 +306,7 @@ const (
 		SELECT DISTINCT hashtextextended('shipment-invoice:' || id, 0) AS k
 		FROM unnest($1::uuid[]) AS id ORDER BY k) AS locks`
 	sqlLockShipment = `SELECT id, seq, invoice_id, invoice_number, customer_id, state, version, last_event_seq,
-		created_at, updated_at FROM shipments WHERE invoice_id = ANY((SELECT $1::uuid[])::uuid[])
-		ORDER BY invoice_id FOR UPDATE`
+		created_at, updated_at FROM shipments WHERE invoice_id = ANY($1) ORDER BY invoice_id FOR UPDATE`
 	sqlCreateShipment = `INSERT INTO shipments (id, invoice_id, invoice_number, customer_id, state, version,
 		last_event_seq) VALUES ($1, $2, 'INV-ceiling', 'ceiling', 'awaiting_payment', 1, 1)`
 	sqlMoveShipment = `UPDATE shipments SET state = 'waiting', version = 2, last_event_seq = 2, updated_at = now()

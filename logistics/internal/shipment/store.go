@@ -145,24 +145,12 @@ func (store) lockInvoices(ctx context.Context, r pgdb.Runner, invoiceIDs []uuid.
 // the number of events, their values passed as arrays, so pgx prepares each once per
 // connection (pgdb.Runner) and its plan is reused; bun would write every value into
 // the text, parsed and planned anew each time.
-//
-// The two that find shipments take their arrays through sub-selects, whose elements
-// the planner does not count. Counted, a batch was planned anew at each execution and
-// read the shipments table whole (a sequential scan, or a hash join over one), which
-// looked cheaper than its index lookups until the table held 15,000-25,000 shipments
-// for a batch of a hundred, over 60,000 for one of 400: milliseconds a batch, growing
-// with the table. Uncounted, the estimate is ten rows whatever the batch, so each
-// keeps one plan that looks the shipments up by index once the table holds a few
-// thousand. That plan is kept per connection until the table's statistics change: one
-// made while the table was nearly empty scans it until an ANALYZE (autovacuum's, as
-// the table grows) replaces it.
 const (
 	sqlLockInvoices = `SELECT pg_advisory_xact_lock(k) FROM (
 		SELECT DISTINCT hashtextextended('shipment-invoice:' || id, 0) AS k
 		FROM unnest($1::uuid[]) AS id ORDER BY k) AS locks`
 	sqlLockByInvoices = `SELECT id, seq, invoice_id, invoice_number, customer_id, state, version, last_event_seq,
-		created_at, updated_at FROM shipments WHERE invoice_id = ANY((SELECT $1::uuid[])::uuid[])
-		ORDER BY invoice_id FOR UPDATE`
+		created_at, updated_at FROM shipments WHERE invoice_id = ANY($1::uuid[]) ORDER BY invoice_id FOR UPDATE`
 	sqlInsertShipments = `INSERT INTO shipments (id, invoice_id, invoice_number, customer_id, state, version, last_event_seq)
 		SELECT id, invoice_id, invoice_number, customer_id, state, version, last_event_seq
 		FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])
@@ -170,8 +158,7 @@ const (
 		ORDER BY n`
 	sqlUpdateStates = `UPDATE shipments AS s SET state = v.state, version = v.version,
 		last_event_seq = v.last_event_seq, updated_at = now()
-		FROM unnest((SELECT $1::uuid[]), (SELECT $2::text[]), (SELECT $3::bigint[]), (SELECT $4::bigint[]))
-			AS v (id, state, version, last_event_seq)
+		FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::bigint[]) AS v (id, state, version, last_event_seq)
 		WHERE s.id = v.id`
 	sqlAddChanges = `INSERT INTO shipment_history (shipment_id, from_state, to_state, version, cause, idempotency_key)
 		SELECT shipment_id, NULLIF(from_state, ''), to_state, version, cause, NULLIF(idempotency_key, '')

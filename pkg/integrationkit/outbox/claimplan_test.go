@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
-
-	"handoff/pkg/integrationkit/outbox"
 )
 
 // A burst that arrives after the outbox was analyzed while nothing was pending (the
@@ -72,38 +70,4 @@ func TestClaimWalksTheDueIndexWhateverTheStatistics(t *testing.T) {
 		require.NoError(t, err)
 		return tx
 	})
-}
-
-// The settlement keeps one generic plan on a connection once PostgreSQL has compared
-// it with five custom ones, rather than planning each settlement anew: the planner
-// estimates as many rows for one event's settlement as the generic plan does, so a
-// plan for its values never looks cheaper. Ten single-event settlements on one
-// backend must include generic ones.
-func TestSettleKeepsAGenericPlan(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	b.db.SetMaxOpenConns(1) // one backend, whose prepared statements the test reads
-	// A history the planner knows of: over a handful of rows any plan is cheap, and
-	// PostgreSQL would keep the generic one whatever the statement.
-	b.exec(t, `INSERT INTO kit_outbox (id, event_type, payload, idempotency_key, destination, aggregate_key,
-		aggregate_seq, delivery_status, delivered_at)
-		SELECT gen_random_uuid(), 'invoice.paid', '{}', 'history' || g, 'http://x', 'history' || g, 1, 'delivered', now()
-		FROM generate_series(1, 20000) AS g`)
-	b.exec(t, `ANALYZE kit_outbox`)
-	for i := range 10 {
-		b.enqueue(t, fmt.Sprint("agg-", i), 1, "invoice.paid")
-	}
-	recs, err := b.store.Claim(b.ctx, b.db, "test", 10, time.Minute)
-	require.NoError(t, err)
-	require.Len(t, recs, 10)
-	for _, rec := range recs {
-		require.NoError(t, b.store.Settle(b.ctx, b.db, rec, outbox.Outcome{Status: outbox.StatusDelivered, Counted: true,
-			Sent: true, StatusCode: 200, StartedAt: time.Now(), Label: "delivered"}))
-	}
-	var generic, custom int64
-	require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
-		WHERE statement LIKE '%INSERT INTO "kit_outbox_attempts"%' AND statement NOT LIKE '%pg_prepared_statements%'`).
-		Scan(&generic, &custom))
-	require.Equal(t, int64(10), generic+custom, "one statement, prepared once, ran ten times")
-	require.Positive(t, generic, "every settlement was planned anew (%d custom plans)", custom)
 }
