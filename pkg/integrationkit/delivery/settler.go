@@ -104,9 +104,9 @@ func (s *settler) gather(first settleCall) []settleCall {
 
 // round settles calls in one statement, resets the streaks their successes break, and
 // answers each. Two outcomes of one event (its lease expired and this dispatcher
-// claimed it again while the first request was out) are settled one after the other:
-// only the one holding the current lease is written, and the statement's answer, by
-// event, could not tell the other that it was not.
+// claimed it again before the first outcome was settled) are settled one after the
+// other: only the one holding the current lease is written, and the statement's
+// answer, by event, could not tell the other that it was not.
 func (s *settler) round(ctx context.Context, calls []settleCall) {
 	first, again := uniqueEvents(calls)
 	s.settleEvents(ctx, first)

@@ -85,7 +85,7 @@ func TestSettlerRoundSettlesTheOthersWhenOneIsRefused(t *testing.T) {
 }
 
 // Two outcomes of one event in a round (its lease expired and it was claimed again
-// while the first request was out): the one under the current lease is settled, and
+// before the first outcome was settled): the one under the current lease is settled, and
 // the other is told it was not, whatever their order in the round.
 func TestSettlerRoundTellsAStaleLeaseItWasNotSettled(t *testing.T) {
 	t.Parallel()
