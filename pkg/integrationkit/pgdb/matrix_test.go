@@ -12,6 +12,17 @@ import (
 	"handoff/pkg/integrationkit/pgtest"
 )
 
+// withSetting is the database URL raw with the connection setting key=value added.
+func withSetting(t *testing.T, raw, key, value string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // A transaction a buggy handler leaves open is ended by PostgreSQL: Open sets
 // idle_in_transaction_session_timeout on every connection (IdleInTransactionTimeout),
 // unless the URL names its own value, as this test does with 300 ms. The session goes
@@ -28,12 +39,7 @@ func TestIdleTransactionIsEndedByTheServer(t *testing.T) {
 	require.Equal(t, "1min", setting, "the default of every pool")
 	require.Equal(t, time.Minute, pgdb.IdleInTransactionTimeout)
 
-	u, err := url.Parse(dbURL)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("idle_in_transaction_session_timeout", "300")
-	u.RawQuery = q.Encode()
-	short, err := pgdb.Open(ctx, u.String(), 1)
+	short, err := pgdb.Open(ctx, withSetting(t, dbURL, "idle_in_transaction_session_timeout", "300"), 1)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = short.Close() })
 	require.NoError(t, short.NewRaw(`SHOW idle_in_transaction_session_timeout`).Scan(ctx, &setting))

@@ -3,7 +3,6 @@ package pgdb_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
@@ -243,12 +242,7 @@ func TestPipeWorksOverTheSimpleProtocol(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, raw := pgtest.NewDB(t, "kitpipe", notesSchema)
-	u, err := url.Parse(raw)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("default_query_exec_mode", "simple_protocol")
-	u.RawQuery = q.Encode()
-	db, err := pgdb.Open(ctx, u.String(), 1)
+	db, err := pgdb.Open(ctx, withSetting(t, raw, "default_query_exec_mode", "simple_protocol"), 1)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	exercisePipe(t, db)
