@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
+
+	"handoff/pkg/integrationkit/pgdb"
 )
 
 // A burst that arrives after the outbox was analyzed while nothing was pending (the
@@ -70,4 +72,24 @@ func TestClaimWalksTheDueIndexWhateverTheStatistics(t *testing.T) {
 		require.NoError(t, err)
 		return tx
 	})
+}
+
+// A change of the outbox that makes the claim's prepared plan stale fails one claim
+// on that connection; the claim is prepared anew by the next, which claims.
+func TestClaimRecoversFromAChangeOfItsTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.db.SetMaxOpenConns(1) // one backend, holding the claim's prepared statement
+	b.enqueue(t, "agg-1", 1, "invoice.paid")
+	b.enqueue(t, "agg-2", 1, "invoice.paid")
+	recs, err := b.store.Claim(b.ctx, b.db, "test", 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	b.exec(t, `ALTER TABLE kit_outbox ALTER COLUMN correlation_id TYPE varchar(200)`)
+
+	_, err = b.store.Claim(b.ctx, b.db, "test", 10, time.Minute)
+	require.Equal(t, "0A000", pgdb.Code(err), "the claim's plan went stale: %v", err)
+	recs, err = b.store.Claim(b.ctx, b.db, "test", 10, time.Minute)
+	require.NoError(t, err, "the claim was prepared anew")
+	require.Len(t, recs, 1)
 }

@@ -137,7 +137,7 @@ func claimOnConn(ctx context.Context, conn *sql.Conn, query string, args []any) 
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
-		if err != nil && !pc.IsClosed() {
+		if pgdb.StalePlan(err) && !pc.IsClosed() {
 			// A statement the server refused (a plan made stale by a change of the
 			// table) is prepared anew by the next claim, as pgx's own cache would.
 			_ = pc.Deallocate(ctx, name)

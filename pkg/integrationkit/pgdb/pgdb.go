@@ -106,6 +106,15 @@ const (
 	codeInvalidStatementName = "26000"
 )
 
+// StalePlan says PostgreSQL refused a prepared statement it no longer accepts (a change
+// of a table made its plan's result type stale, or the statement is gone): the
+// statement is to be deallocated, so that its next use prepares it anew, as pgx's own
+// statement cache does. Any other error leaves the statement as good as it was.
+func StalePlan(err error) bool {
+	code := Code(err)
+	return code == codeFeatureNotSupported || code == codeInvalidStatementName
+}
+
 // Code returns the SQLSTATE of a PostgreSQL error anywhere in err's chain, or "".
 func Code(err error) string {
 	var pgErr *pgconn.PgError

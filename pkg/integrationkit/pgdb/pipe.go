@@ -241,7 +241,7 @@ func (p *Pipe) send(ctx context.Context, rows func(pgx.Rows) error) (tag pgconn.
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if code := Code(err); !p.simple && (code == codeFeatureNotSupported || code == codeInvalidStatementName) {
+	if !p.simple && StalePlan(err) {
 		p.stale = names
 	}
 	return tag, err
