@@ -3,7 +3,8 @@ package outbox
 import "github.com/jackc/pgx/v5"
 
 // statements are the per-event statements of one outbox table, fixed at NewStore so
-// pgx prepares each once per connection (pgdb.Prepared; the claims in claimUnsorted).
+// pgx prepares each once per connection (pgdb.Prepared; the claims and the settlement
+// beside their settings, pgdb.Local).
 type statements struct {
 	enqueue, claim, claimExcept, settle, nextDue string
 }
@@ -28,10 +29,9 @@ func newStatements(table string) statements {
 		// One array per column of the settlements (see columns). The update returns
 		// what the attempt rows need, so they are written without joining its rows to
 		// the values again (a join PostgreSQL made a nested loop: 160,000 comparisons,
-		// half the statement's time, for a batch of 400). The arrays are counted by the
-		// planner, so a settlement of a few events is planned anew at each execution
-		// (about 0.2 ms); a generic plan would save that but, made while the outbox was
-		// nearly empty, would keep reading it whole until an ANALYZE.
+		// half the statement's time, for a batch of 400). The condition on $1 alone is
+		// what lets the settlement's one plan (settlePlan) reach the outbox by its
+		// primary key only, whatever the statistics it was made with.
 		settle: `
 		WITH v AS (
 			SELECT * FROM unnest($1::text[]::uuid[], $2::text[]::uuid[], $3::text[], $4::int[], $5::int[],
@@ -55,7 +55,7 @@ func newStatements(table string) statements {
 				page_owed = CASE WHEN v.page = '' OR v.page = ANY(coalesce(o.page_owed, '{}')) THEN o.page_owed
 					ELSE coalesce(o.page_owed, '{}') || v.page END,
 				lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-			FROM v WHERE o.id = v.id AND o.lease_token = v.token
+			FROM v WHERE o.id = ANY ($1::text[]::uuid[]) AND o.id = v.id AND o.lease_token = v.token
 			RETURNING o.id, o.request_count, v.sent, v.started, v.duration_ms, v.code, v.error_class,
 			          v.error, v.snippet, v.label
 		), ins AS (

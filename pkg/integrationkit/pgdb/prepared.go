@@ -14,8 +14,8 @@ import (
 // connection and its plan reused. bun writes every value into the SQL text, so its
 // queries are parsed and planned on every call; the per-event statements (the
 // producer transactions, the settlement, the consumer's batch) go through Stmts
-// instead (the claim is prepared likewise, beside a setting in one pgx batch: outbox
-// claimUnsorted), and the rest stays with bun. A statement's text must therefore be
+// instead (the claim and the settlement are prepared likewise, beside their settings
+// in one pgx batch: Local), and the rest stays with bun. A statement's text must therefore be
 // fixed: values are always parameters, never formatted in.
 type Stmts struct {
 	q   querier
