@@ -49,8 +49,9 @@ type Rows interface {
 }
 
 // Query runs query with the settings in force for it alone and passes its rows to
-// read. On a *bun.DB or a bun.Conn the statement is prepared once per connection and
-// goes beside the settings in one round trip; a statement PostgreSQL no longer accepts
+// read. On a *bun.DB or a bun.Conn the statement is prepared once per connection (not
+// under the simple protocol, where nothing is prepared) and goes beside the settings in
+// one round trip; a statement PostgreSQL no longer accepts
 // (StalePlan) is prepared anew by the next call, and one that failed before it reached
 // the server (a connection the server had closed) is tried once more on another
 // connection, as database/sql would. In a caller's transaction the settings are set
@@ -141,7 +142,8 @@ func (l Local) inTx(ctx context.Context, db bun.IDB, query string, args []any, r
 	for i, name := range l.names {
 		restore = append(restore, name, was[i])
 	}
-	if _, rerr := Prepared(db).Exec(ctx, l.set, restore...); rerr != nil {
+	// Set back even when ctx ended after the statement: the transaction may go on.
+	if _, rerr := Prepared(db).Exec(context.WithoutCancel(ctx), l.set, restore...); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	return err
