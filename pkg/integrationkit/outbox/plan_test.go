@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
+	"handoff/pkg/integrationkit/outbox"
 	"handoff/pkg/integrationkit/pgdb"
 )
 
@@ -92,4 +93,75 @@ func TestClaimRecoversFromAChangeOfItsTable(t *testing.T) {
 	recs, err = b.store.Claim(b.ctx, b.db, "test", 10, time.Minute)
 	require.NoError(t, err, "the claim was prepared anew")
 	require.Len(t, recs, 1)
+}
+
+// The settlement's one plan is made at the connection's first settlement, here while
+// the statistics say the outbox is empty; after the outbox has grown to 20,000 rows
+// (and was never analyzed again) settlements of one event and of forty, on the
+// database and in a caller's transaction, still read only the rows they settle, and
+// their settings end with them.
+func TestSettlementReadsOnlyItsRowsWhateverTheStatistics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.db.SetMaxOpenConns(1) // one backend: its statistics are flushed on request
+	// The statistics stay as they are: empty.
+	b.exec(t, `ALTER TABLE kit_outbox SET (autovacuum_enabled = false)`)
+	b.exec(t, `ANALYZE kit_outbox`)
+	reads := func() (rows int64) {
+		t.Helper()
+		b.exec(t, `SELECT pg_stat_force_next_flush()`)
+		require.NoError(t, b.db.QueryRowContext(b.ctx, `SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)
+			FROM pg_stat_user_tables WHERE relname = 'kit_outbox'`).Scan(&rows))
+		return rows
+	}
+	// settled claims n events and settles them through the handle begin returns (a
+	// transaction or the database), and checks how many outbox rows the settlement read.
+	round := 0
+	settled := func(n int, begin func() bun.IDB) {
+		t.Helper()
+		round++
+		for i := range n {
+			b.enqueue(t, fmt.Sprintf("late-%d-%d", round, i), 1, "invoice.paid")
+		}
+		recs, err := b.store.Claim(b.ctx, b.db, "test", n, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, recs, n)
+		items := make([]outbox.Settlement, n)
+		for i, r := range recs {
+			items[i] = outbox.Settlement{Record: r, Outcome: sent(outbox.StatusDelivered, 200, "delivered")}
+		}
+		before := reads()
+		db := begin()
+		got, err := b.store.SettleMany(b.ctx, db, items)
+		require.NoError(t, err)
+		require.Len(t, got, n)
+		var seqscan, mode string
+		require.NoError(t, db.QueryRowContext(b.ctx, `SELECT current_setting('enable_seqscan'),
+			current_setting('plan_cache_mode')`).Scan(&seqscan, &mode))
+		require.Equal(t, []string{"on", "auto"}, []string{seqscan, mode}, "the settlement's settings outlived it")
+		if tx, ok := db.(bun.Tx); ok {
+			require.NoError(t, tx.Commit())
+		}
+		// Each settled row is read once by the update and once by its attempt's
+		// foreign-key check; a plan reading the table whole reads 20,000.
+		require.LessOrEqual(t, reads()-before, int64(2*n+2), "the settlement of %d read the outbox whole", n)
+	}
+	onDB := func() bun.IDB { return b.db }
+	inTx := func() bun.IDB {
+		tx, err := b.db.BeginTx(b.ctx, nil)
+		require.NoError(t, err)
+		return tx
+	}
+	// The plans are made on empty statistics: the database's (a statement prepared
+	// for the batch beside the settings) and the transaction's (pgx's statement cache).
+	settled(1, onDB)
+	settled(1, inTx)
+	b.exec(t, `INSERT INTO kit_outbox (id, event_type, payload, idempotency_key, destination, aggregate_key, aggregate_seq,
+			delivery_status, delivered_at)
+		SELECT gen_random_uuid(), 'invoice.paid', '{}', 'history' || g, 'http://x', 'history' || g, 1, 'delivered', now()
+		FROM generate_series(1, 20000) AS g`)
+	settled(1, onDB)
+	settled(40, onDB)
+	settled(1, inTx)
+	settled(40, inTx)
 }
