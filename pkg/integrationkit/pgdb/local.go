@@ -18,9 +18,10 @@ import (
 // transaction ever waits on the client. It is how a per-event statement gets the plan
 // it needs whatever the statistics say (outbox's claim and settlement).
 type Local struct {
-	names, values []string
-	set           string // SELECT set_config($1, $2, true), … of every setting
-	save          string // SELECT current_setting($1), … of every setting
+	names []string
+	pairs []any  // set's parameters: a name, its value, …
+	set   string // SELECT set_config($1, $2, true), … of every setting
+	save  string // SELECT current_setting($1), … of every setting
 }
 
 // NewLocal returns the settings of pairs: a name, its value, a name, its value, ….
@@ -33,7 +34,7 @@ func NewLocal(pairs ...string) Local {
 	var l Local
 	var set, save []string
 	for i := 0; i < len(pairs); i += 2 {
-		l.names, l.values = append(l.names, pairs[i]), append(l.values, pairs[i+1])
+		l.names, l.pairs = append(l.names, pairs[i]), append(l.pairs, pairs[i], pairs[i+1])
 		set = append(set, fmt.Sprintf("set_config($%d, $%d, true)", i+1, i+2))
 		save = append(save, fmt.Sprintf("current_setting($%d)", i/2+1))
 	}
@@ -91,7 +92,7 @@ func (l Local) onConn(ctx context.Context, conn *sql.Conn, query string, args []
 			return err
 		}
 		var b pgx.Batch
-		b.Queue(l.set, l.pairs()...)
+		b.Queue(l.set, l.pairs...)
 		b.Queue(name, args...)
 		br := pc.SendBatch(ctx, &b)
 		err = readLocal(br, read)
@@ -134,7 +135,7 @@ func (l Local) inTx(ctx context.Context, db bun.IDB, query string, args []any, r
 	if err := Prepared(db).QueryRow(ctx, l.save, toAny(l.names), dest...); err != nil {
 		return err
 	}
-	if _, err := Prepared(db).Exec(ctx, l.set, l.pairs()...); err != nil {
+	if _, err := Prepared(db).Exec(ctx, l.set, l.pairs...); err != nil {
 		return err
 	}
 	err := queryRows(ctx, db, query, args, read)
@@ -160,15 +161,6 @@ func queryRows(ctx context.Context, db bun.IDB, query string, args []any, read f
 		err = rows.Err()
 	}
 	return errors.Join(err, rows.Close())
-}
-
-// pairs is the settings as set's parameters.
-func (l Local) pairs() []any {
-	out := make([]any, 0, 2*len(l.names))
-	for i, name := range l.names {
-		out = append(out, name, l.values[i])
-	}
-	return out
 }
 
 func toAny(ss []string) []any {
