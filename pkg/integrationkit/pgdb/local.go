@@ -95,7 +95,8 @@ func (l Local) onConn(ctx context.Context, conn *sql.Conn, query string, args []
 		b.Queue(l.set, l.pairs...)
 		b.Queue(name, args...)
 		br := pc.SendBatch(ctx, &b)
-		err = readLocal(br, read)
+		// The settings' result, then the statement's rows.
+		_, err = readBatch(br, make([]queued, 2), func(rows pgx.Rows) error { return read(rows) })
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
@@ -106,22 +107,6 @@ func (l Local) onConn(ctx context.Context, conn *sql.Conn, query string, args []
 		}
 		return err
 	})
-}
-
-// readLocal reads the batch's two results: the settings' and the statement's rows.
-func readLocal(br pgx.BatchResults, read func(Rows) error) error {
-	if _, err := br.Exec(); err != nil {
-		return err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if err := read(rows); err != nil {
-		return err
-	}
-	return rows.Err()
 }
 
 // inTx is Query in the caller's transaction db: it reads the settings, sets them, runs
