@@ -149,12 +149,12 @@ type detailDoc struct {
 	eventDoc
 	Payload    json.RawMessage `json:"payload"`
 	AttemptLog []attemptDoc    `json:"attempt_log"`
-	Audit      []auditDoc      `json:"audit"`
+	Audit      []audit.View    `json:"audit"`
 }
 
 func newDetailDoc(r insight.Row, d outbox.EventDetail, actions []audit.Entry) detailDoc {
 	out := detailDoc{eventDoc: newEventDoc(r), Payload: d.Payload, AttemptLog: make([]attemptDoc, len(d.AttemptLog)),
-		Audit: newAuditDocs(actions)}
+		Audit: audit.Views(actions)}
 	if len(out.Payload) == 0 {
 		out.Payload = json.RawMessage("null")
 	}
@@ -166,41 +166,14 @@ func newDetailDoc(r insight.Row, d outbox.EventDetail, actions []audit.Entry) de
 	return out
 }
 
-type auditDoc struct {
-	ID          int64         `json:"id"`
-	At          time.Time     `json:"at"`
-	Actor       string        `json:"actor"`
-	Action      string        `json:"action"`
-	Reason      string        `json:"reason"`
-	EventID     *uuid.UUID    `json:"event_id"`
-	InvoiceID   *uuid.UUID    `json:"invoice_id"`
-	Count       int           `json:"count"`
-	Filter      *audit.Filter `json:"filter"`
-	Destination string        `json:"destination"`
-}
-
-func newAuditDocs(entries []audit.Entry) []auditDoc {
-	out := make([]auditDoc, len(entries))
-	for i, e := range entries {
-		out[i] = auditDoc{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, Reason: e.Reason,
-			EventID: e.EventID, InvoiceID: e.InvoiceID, Count: e.Count, Filter: e.Filter, Destination: e.Destination}
-		if f := e.Filter; f != nil {
-			g := *f
-			g.From, g.To = utc(f.From), utc(f.To)
-			out[i].Filter = &g
-		}
-	}
-	return out
-}
-
 type auditPageDoc struct {
-	Items []auditDoc `json:"items"`
+	Items []audit.View `json:"items"`
 	// NextCursor continues the list (--cursor); null on the last page.
 	NextCursor *string `json:"next_cursor"`
 }
 
 func newAuditPageDoc(p audit.Page) auditPageDoc {
-	d := auditPageDoc{Items: newAuditDocs(p.Items)}
+	d := auditPageDoc{Items: audit.Views(p.Items)}
 	if p.Next != nil {
 		s := p.Next.String()
 		d.NextCursor = &s

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"handoff/finance/internal/audit"
 	"handoff/finance/internal/ops"
 	"handoff/pkg/integrationkit/auth"
 	"handoff/pkg/integrationkit/outbox"
@@ -167,7 +168,7 @@ func (h handlers) audit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := auditPageJSON{Items: newAuditJSON(page.Items)}
+	out := auditPageJSON{Items: audit.Views(page.Items)}
 	if page.Next != nil {
 		out.NextCursor = page.Next.String()
 	}

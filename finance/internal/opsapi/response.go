@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/google/uuid"
-
 	"handoff/finance/internal/audit"
 	"handoff/finance/internal/invoice"
 	"handoff/finance/internal/logisticsclient"
@@ -187,7 +185,7 @@ type detailJSON struct {
 	eventJSON
 	AttemptLog []attemptJSON `json:"attempt_log"`
 	// Audit are the operator actions that changed the event, oldest first.
-	Audit []auditJSON `json:"audit"`
+	Audit []audit.View `json:"audit"`
 	// Logistics is logistics' record of the event's key, in a trace; null when it has none.
 	Logistics *logisticsclient.ProcessedEvent `json:"logistics,omitempty"`
 }
@@ -222,23 +220,9 @@ type destinationJSON struct {
 	Hastened *int `json:"hastened,omitempty"`
 }
 
-// auditJSON is one entry of the audit log.
-type auditJSON struct {
-	ID          int64         `json:"id"`
-	At          time.Time     `json:"at"`
-	Actor       string        `json:"actor"`
-	Action      string        `json:"action"`
-	Reason      string        `json:"reason"`
-	EventID     *uuid.UUID    `json:"event_id"`
-	InvoiceID   *uuid.UUID    `json:"invoice_id"`
-	Count       int           `json:"count"`
-	Filter      *audit.Filter `json:"filter,omitempty"`
-	Destination string        `json:"destination,omitempty"`
-}
-
 type auditPageJSON struct {
-	Items      []auditJSON `json:"items"`
-	NextCursor string      `json:"next_cursor,omitempty"`
+	Items      []audit.View `json:"items"`
+	NextCursor string       `json:"next_cursor,omitempty"`
 }
 
 type traceJSON struct {
@@ -262,7 +246,7 @@ func newEventJSON(ev outbox.StoredEvent) eventJSON {
 // it, and logistics' record of it when the caller has one.
 func newDetailJSON(d outbox.EventDetail, actions []audit.Entry, processed *logisticsclient.ProcessedEvent) detailJSON {
 	out := detailJSON{eventJSON: newEventJSON(d.StoredEvent), AttemptLog: make([]attemptJSON, len(d.AttemptLog)),
-		Audit: newAuditJSON(actions), Logistics: processed}
+		Audit: audit.Views(actions), Logistics: processed}
 	out.Payload = d.Payload
 	for i, a := range d.AttemptLog {
 		out.AttemptLog[i] = attemptJSON{AttemptNo: a.No, StartedAt: a.StartedAt.UTC(),
@@ -281,15 +265,6 @@ func newTraceJSON(t ops.Trace) traceJSON {
 			rec = &p
 		}
 		out.Events[i] = newDetailJSON(d, t.Actions[d.ID], rec)
-	}
-	return out
-}
-
-func newAuditJSON(entries []audit.Entry) []auditJSON {
-	out := make([]auditJSON, len(entries))
-	for i, e := range entries {
-		out[i] = auditJSON{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, Reason: e.Reason,
-			EventID: e.EventID, InvoiceID: e.InvoiceID, Count: e.Count, Filter: e.Filter, Destination: e.Destination}
 	}
 	return out
 }
