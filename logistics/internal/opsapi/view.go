@@ -28,25 +28,16 @@ type listView struct {
 }
 
 type shipmentView struct {
-	ID            uuid.UUID    `json:"id"`
-	InvoiceID     uuid.UUID    `json:"invoice_id"`
-	InvoiceNumber string       `json:"invoice_number"`
-	CustomerID    string       `json:"customer_id"`
-	State         string       `json:"state"`
-	Version       int64        `json:"version"`
-	LastEventSeq  int64        `json:"last_event_seq"`
-	CreatedAt     time.Time    `json:"created_at"`
-	UpdatedAt     time.Time    `json:"updated_at"`
-	History       []changeView `json:"history"`
-}
-
-type changeView struct {
-	From           *string   `json:"from_state"` // null when the change created the shipment
-	To             string    `json:"to_state"`
-	Version        int64     `json:"version"`
-	Cause          string    `json:"cause"`
-	IdempotencyKey string    `json:"idempotency_key,omitempty"`
-	At             time.Time `json:"at"`
+	ID            uuid.UUID             `json:"id"`
+	InvoiceID     uuid.UUID             `json:"invoice_id"`
+	InvoiceNumber string                `json:"invoice_number"`
+	CustomerID    string                `json:"customer_id"`
+	State         string                `json:"state"`
+	Version       int64                 `json:"version"`
+	LastEventSeq  int64                 `json:"last_event_seq"`
+	CreatedAt     time.Time             `json:"created_at"`
+	UpdatedAt     time.Time             `json:"updated_at"`
+	History       []shipment.ChangeView `json:"history"`
 }
 
 func newListView(p processedevents.Page) listView {
@@ -69,15 +60,7 @@ func newShipmentView(d shipment.Detail) shipmentView {
 	v := shipmentView{
 		ID: d.ID, InvoiceID: d.InvoiceID, InvoiceNumber: d.InvoiceNumber, CustomerID: d.CustomerID,
 		State: string(d.State), Version: d.Version, LastEventSeq: d.LastEventSeq,
-		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), History: make([]changeView, len(d.History)),
-	}
-	for i, c := range d.History {
-		v.History[i] = changeView{To: string(c.To), Version: c.Version, Cause: c.Cause,
-			IdempotencyKey: c.IdempotencyKey, At: c.At.UTC()}
-		if c.From != "" {
-			from := string(c.From)
-			v.History[i].From = &from
-		}
+		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), History: shipment.HistoryView(d.History),
 	}
 	return v
 }

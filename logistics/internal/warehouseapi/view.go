@@ -22,16 +22,7 @@ type shipmentView struct {
 
 type detailView struct {
 	shipmentView
-	History []changeView `json:"history"`
-}
-
-type changeView struct {
-	From           *string   `json:"from_state"` // null when the change created the shipment
-	To             string    `json:"to_state"`
-	Version        int64     `json:"version"`
-	Cause          string    `json:"cause"`
-	IdempotencyKey string    `json:"idempotency_key,omitempty"`
-	At             time.Time `json:"at"`
+	History []shipment.ChangeView `json:"history"`
 }
 
 type listView struct {
@@ -42,19 +33,10 @@ type listView struct {
 func viewOf(s shipment.Shipment) shipmentView {
 	return shipmentView{
 		ID: s.ID, InvoiceID: s.InvoiceID, InvoiceNumber: s.InvoiceNumber, CustomerID: s.CustomerID,
-		State: string(s.State), Version: s.Version, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		State: string(s.State), Version: s.Version, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(),
 	}
 }
 
 func detailOf(d shipment.Detail) detailView {
-	out := detailView{shipmentView: viewOf(d.Shipment), History: make([]changeView, 0, len(d.History))}
-	for _, c := range d.History {
-		v := changeView{To: string(c.To), Version: c.Version, Cause: c.Cause, IdempotencyKey: c.IdempotencyKey, At: c.At}
-		if c.From != "" {
-			from := string(c.From)
-			v.From = &from
-		}
-		out.History = append(out.History, v)
-	}
-	return out
+	return detailView{shipmentView: viewOf(d.Shipment), History: shipment.HistoryView(d.History)}
 }
