@@ -207,6 +207,8 @@ func TestOutboxJSON(t *testing.T) {
 	require.Equal(t, "retry", audit.Items[0]["action"])
 	require.Equal(t, "mapping fixed", audit.Items[0]["reason"])
 	require.Equal(t, failed.String(), audit.Items[0]["event_id"])
+	require.NotContains(t, audit.Items[0], "filter", "a retry of one event has no filter")
+	require.NotContains(t, audit.Items[0], "destination")
 }
 
 // A retry by filter is one statement: it says on stderr what it is doing before, and

@@ -18,7 +18,8 @@ import (
 
 // The documents --json prints, one per command: what the text says, with field names
 // in snake_case, times in RFC 3339 (UTC), and null for a time or an object that is
-// absent. Where the ops API answers the same question the command prints the API's
+// absent (an audit entry leaves out a filter and a destination it has not, as the API
+// does). Where the ops API answers the same question the command prints the API's
 // document (package opsapi's exported ones), with what the command says besides, so a
 // script reads either alike.
 

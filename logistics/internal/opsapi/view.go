@@ -57,10 +57,9 @@ func newListView(p processedevents.Page) listView {
 }
 
 func newShipmentView(d shipment.Detail) shipmentView {
-	v := shipmentView{
+	return shipmentView{
 		ID: d.ID, InvoiceID: d.InvoiceID, InvoiceNumber: d.InvoiceNumber, CustomerID: d.CustomerID,
 		State: string(d.State), Version: d.Version, LastEventSeq: d.LastEventSeq,
 		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), History: shipment.HistoryView(d.History),
 	}
-	return v
 }
