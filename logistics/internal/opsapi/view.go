@@ -28,16 +28,9 @@ type listView struct {
 }
 
 type shipmentView struct {
-	ID            uuid.UUID             `json:"id"`
-	InvoiceID     uuid.UUID             `json:"invoice_id"`
-	InvoiceNumber string                `json:"invoice_number"`
-	CustomerID    string                `json:"customer_id"`
-	State         string                `json:"state"`
-	Version       int64                 `json:"version"`
-	LastEventSeq  int64                 `json:"last_event_seq"`
-	CreatedAt     time.Time             `json:"created_at"`
-	UpdatedAt     time.Time             `json:"updated_at"`
-	History       []shipment.ChangeView `json:"history"`
+	shipment.View
+	LastEventSeq int64                 `json:"last_event_seq"`
+	History      []shipment.ChangeView `json:"history"`
 }
 
 func newListView(p processedevents.Page) listView {
@@ -57,9 +50,6 @@ func newListView(p processedevents.Page) listView {
 }
 
 func newShipmentView(d shipment.Detail) shipmentView {
-	return shipmentView{
-		ID: d.ID, InvoiceID: d.InvoiceID, InvoiceNumber: d.InvoiceNumber, CustomerID: d.CustomerID,
-		State: string(d.State), Version: d.Version, LastEventSeq: d.LastEventSeq,
-		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), History: shipment.HistoryView(d.History),
-	}
+	return shipmentView{View: shipment.ViewOf(d.Shipment), LastEventSeq: d.LastEventSeq,
+		History: shipment.HistoryView(d.History)}
 }

@@ -58,9 +58,9 @@ func (a *API) list(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("list shipments: %w", err)
 	}
-	out := listView{Items: make([]shipmentView, 0, len(page.Items))}
+	out := listView{Items: make([]shipment.View, 0, len(page.Items))}
 	for _, s := range page.Items {
-		out.Items = append(out.Items, viewOf(s))
+		out.Items = append(out.Items, shipment.ViewOf(s))
 	}
 	if page.More {
 		out.NextCursor = encodeCursor(page.Items[len(page.Items)-1].Seq)
