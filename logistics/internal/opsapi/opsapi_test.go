@@ -3,8 +3,10 @@ package opsapi_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,6 +130,15 @@ func TestInvoiceTraceHasKeysAndShipmentHistory(t *testing.T) {
 	require.Len(t, p.Shipment.History, 2)
 	require.Nil(t, p.Shipment.History[0].From)
 	require.Equal(t, paid, p.Shipment.History[1].IdempotencyKey)
+	_, body := b.get(t, opsToken, url.Values{"invoice_id": {inv.String()}})
+	var raw struct {
+		Shipment map[string]json.RawMessage `json:"shipment"`
+	}
+	require.NoError(t, json.Unmarshal(body, &raw))
+	require.ElementsMatch(t, []string{"id", "invoice_id", "invoice_number", "customer_id", "state", "version",
+		"last_event_seq", "created_at", "updated_at", "history"}, slices.Collect(maps.Keys(raw.Shipment)),
+		"the shipment's fields, flat, as the document's TrackedShipment lists them")
+	require.JSONEq(t, "2", string(raw.Shipment["last_event_seq"]))
 
 	none := b.page(t, url.Values{"invoice_id": {uuid.NewString()}})
 	require.Empty(t, none.Items)
