@@ -29,16 +29,23 @@ func Views(entries []Entry) []View {
 	for i, e := range entries {
 		out[i] = View{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, Reason: e.Reason,
 			EventID: e.EventID, InvoiceID: e.InvoiceID, Count: e.Count, Destination: e.Destination}
-		if f := e.Filter; f != nil {
-			g := *f
-			for _, t := range []**time.Time{&g.From, &g.To} {
-				if *t != nil {
-					u := (*t).UTC()
-					*t = &u
-				}
-			}
-			out[i].Filter = &g
+		if e.Filter != nil {
+			f := e.Filter.inUTC()
+			out[i].Filter = &f
 		}
 	}
 	return out
+}
+
+// inUTC is a copy of f with its times in UTC (f itself is left as it is).
+func (f Filter) inUTC() Filter {
+	if f.From != nil {
+		t := f.From.UTC()
+		f.From = &t
+	}
+	if f.To != nil {
+		t := f.To.UTC()
+		f.To = &t
+	}
+	return f
 }
